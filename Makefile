@@ -1,0 +1,54 @@
+# knowref60k: `make run` and `make test` set everything up themselves and are idempotent.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SHARED ?= ../shared
+OUT ?= output/run
+INPUTS ?= $(SHARED)/data/reddit/RC_2005-12.zst $(SHARED)/data/reddit/RC_2006-01.zst
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export PREFECT_LOGGING_LEVEL ?= WARNING
+
+.PHONY: help setup model run test lint unit eval bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+$(VENV)/.model: $(VENV)/.installed
+	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models
+	@touch $@
+
+setup: $(VENV)/.model ## Create .venv with pinned dependencies and a spaCy pipeline
+
+model: ## (Re)install the spaCy pipeline (from ../shared/models, else en_core_web_sm)
+	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
+
+run: setup ## Extract candidates from the two original dumps (or INPUTS=...) under Prefect
+	$(PY) -m flows.extract --out $(OUT) $(INPUTS)
+
+lint: setup ## ruff check, ruff format --check, mypy
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+unit: setup ## Only the fast unit tests
+	$(VENV)/bin/pytest -q -m "not integration"
+
+test: setup lint ## Lint plus the whole test suite
+	$(VENV)/bin/pytest -q
+
+eval: setup ## Recall against the KnowRef (2019) reference sentences
+	$(VENV)/bin/knowref60k eval --out output/eval
+
+bench: setup ## Extraction speed and memory on RC_sample_1M.zst
+	$(PY) benchmarks/bench_extract.py
+
+clean: ## Remove generated outputs (keeps .venv)
+	rm -rf output .prefect .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,194 @@
+"""The `knowref60k` command line."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from knowref60k.config import DEFAULT_MODELS, load_config
+from knowref60k.errors import UserError
+from knowref60k.stats import PipelineStats
+
+app = typer.Typer(
+    help="Mine Winograd-style pronoun problems from Reddit dumps.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with an [extract] table.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", help="spaCy pipeline name or path (default: en_core_web_sm, else en_ud_open_sm)."
+    ),
+]
+
+
+def _fail(error: Exception) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {error}")
+    return typer.Exit(code=2)
+
+
+def render_funnel(stats: PipelineStats, title: str = "Funnel") -> Table:
+    table = Table(title=title)
+    for column in ("stage", "unit", "in", "out", "dropped (reason: count)"):
+        table.add_column(column, justify="right" if column in ("in", "out") else "left")
+    for name, stage in stats.to_dict()["stages"].items():
+        drops = ", ".join(f"{reason}: {count:,}" for reason, count in stage["dropped"].items())
+        table.add_row(name, stage["unit"], f"{stage['in']:,}", f"{stage['out']:,}", drops)
+    table.caption = f"quarantined lines: {stats.quarantined:,}"
+    return table
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
+    )
+
+
+@app.command()
+def extract(
+    inputs: Annotated[list[Path], typer.Argument(help="Dumps: .zst/.gz/.bz2/.xz or plain NDJSON or text.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for candidates, stats and quarantine files.")],
+    config: ConfigOption = None,
+    model: ModelOption = None,
+    workers: Annotated[int, typer.Option(help="Worker processes for the spaCy work.")] = 2,
+    input_format: Annotated[str, typer.Option(help="auto, ndjson or text (one document per line).")] = "auto",
+    max_connectives: Annotated[int | None, typer.Option(help="Connectives allowed after collapsing.")] = None,
+    person_detection: Annotated[str | None, typer.Option(help="ner, names or both.")] = None,
+) -> None:
+    """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
+    from knowref60k.extract import Extractor, merge_stats
+
+    try:
+        settings = load_config(
+            config, model=model, max_connectives=max_connectives, person_detection=person_detection
+        )
+        with Extractor(settings, workers=workers) as extractor, _progress() as progress:
+            for path in inputs:
+                task = progress.add_task(path.name, total=path.stat().st_size if path.exists() else None)
+                report = extractor.extract_file(path, out, input_format, _advance(progress, task))
+                progress.update(task, completed=progress.tasks[task].total or 0)
+                state = "skipped (already done)" if report.skipped else f"{report.seconds:.1f} s"
+                console.print(
+                    f"{path.name}: {report.candidates:,} candidates, {state} -> {report.candidates_path}"
+                )
+    except UserError as error:
+        raise _fail(error) from None
+    stats_files = [extractor.outputs(path, out)[2] for path in inputs]
+    console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(inputs)} file(s)"))
+    console.print(f"Outputs in {out.resolve()}")
+
+
+def _advance(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return update
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@app.command()
+def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder.")]) -> None:
+    """Print the merged funnel of every stats file in an output folder."""
+    from knowref60k.extract import merge_stats
+
+    stats_files = sorted(out.glob("*.stats.json"))
+    if not stats_files:
+        raise _fail(UserError(f"no *.stats.json in {out}"))
+    console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(stats_files)} file(s)"))
+
+
+@app.command(name="eval")
+def evaluate_recall(
+    items: Annotated[Path, typer.Option(help="KnowRef (2019) items JSON.")] = Path(
+        "../shared/data/knowref2019/knowref2019_reddit_items.json"
+    ),
+    out: Annotated[Path, typer.Option(help="Folder for eval.json.")] = Path("output/eval"),
+    config: ConfigOption = None,
+    model: ModelOption = None,
+) -> None:
+    """Recall on sentences the reference pipeline accepted, in the default mode and with 2 connectives."""
+    from knowref60k.evaluation import evaluate_modes, load_reference
+    from knowref60k.nlp import resolve_model_name
+
+    try:
+        settings = load_config(config, model=model)
+        model_name = resolve_model_name(settings.model)
+        reference = load_reference(items)
+    except UserError as error:
+        raise _fail(error) from None
+    modes: list[dict[str, Any]] = [{"max_connectives": 1}, {"max_connectives": 2}]
+    with console.status("running extraction on the reference sentences"):
+        results = evaluate_modes(reference, settings, model_name, modes)
+    table = Table(title=f"Recall on {len(reference):,} KnowRef (2019) Reddit sentences ({model_name})")
+    for column in ("mode", "subset", "items", "accepted", "same antecedents + pronoun"):
+        table.add_column(column, justify="left" if column in ("mode", "subset") else "right")
+    for result in results:
+        for subset, score in result["subsets"].items():
+            table.add_row(
+                f"max_connectives={result['max_connectives']}",
+                subset,
+                f"{score['items']:,}",
+                f"{score['accepted_share']:.1%} ({score['accepted']:,})",
+                f"{score['same_share']:.1%} ({score['same_antecedents_and_pronoun']:,})",
+            )
+    console.print(table)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "eval.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    console.print(f"Details in {(out / 'eval.json').resolve()}")
+
+
+@app.command(name="setup-model")
+def setup_model(
+    shared_models: Annotated[Path, typer.Option("--from", help="Folder with spaCy model wheels.")] = Path(
+        "../shared/models"
+    ),
+) -> None:
+    """Make sure a spaCy pipeline is installed: an existing one, a wheel from --from, or a download."""
+    installed = [name for name in DEFAULT_MODELS if importlib.util.find_spec(name)]
+    if installed:
+        console.print(f"spaCy pipeline present: {installed[0]}")
+        return
+    wheels = sorted(shared_models.glob("*.whl")) if shared_models.is_dir() else []
+    command = (
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", str(wheels[-1])]
+        if wheels
+        else [sys.executable, "-m", "spacy", "download", DEFAULT_MODELS[0]]
+    )
+    console.print(f"installing a spaCy pipeline: {' '.join(command)}")
+    if subprocess.run(command, check=False).returncode != 0:
+        raise _fail(
+            UserError(
+                f"no spaCy pipeline could be installed ({shared_models} has no wheel "
+                "and the download failed). "
+                "Put a model wheel (e.g. en_ud_open_sm-1.0.0-py3-none-any.whl) in that folder, or "
+                "pip install one into .venv, then run `make setup` again."
+            )
+        )

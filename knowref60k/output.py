@@ -1,0 +1,106 @@
+"""Atomic writers for candidate Parquet files, quarantine files and stats."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from knowref60k.records import QuarantinedLine
+
+CANDIDATE_SCHEMA = pa.schema(
+    [
+        pa.field("candidate_id", pa.string(), nullable=False),
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("line_number", pa.int64(), nullable=False),
+        pa.field("comment_id", pa.string(), nullable=False),
+        pa.field("link_id", pa.string()),
+        pa.field("subreddit", pa.string()),
+        pa.field("created_utc", pa.int64()),
+        pa.field("sentence", pa.string(), nullable=False),
+        pa.field("connective", pa.string(), nullable=False),
+        pa.field("connective_start", pa.int32(), nullable=False),
+        pa.field("connective_end", pa.int32(), nullable=False),
+        pa.field("antecedent1", pa.string(), nullable=False),
+        pa.field("antecedent1_start", pa.int32(), nullable=False),
+        pa.field("antecedent1_end", pa.int32(), nullable=False),
+        pa.field("antecedent2", pa.string(), nullable=False),
+        pa.field("antecedent2_start", pa.int32(), nullable=False),
+        pa.field("antecedent2_end", pa.int32(), nullable=False),
+        pa.field("pronoun", pa.string(), nullable=False),
+        pa.field("pronoun_start", pa.int32(), nullable=False),
+        pa.field("pronoun_end", pa.int32(), nullable=False),
+        pa.field("pronoun_gender", pa.string(), nullable=False),
+    ]
+)
+ROW_GROUP_SIZE = 50_000
+
+
+def partial_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.partial")
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` that replaces it only if the block finishes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = partial_path(path)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(
+            orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+        )
+
+
+class CandidateWriter:
+    """Streams candidate rows to Parquet in fixed-size row groups, so bytes do not depend on chunking."""
+
+    def __init__(self, path: Path, metadata: dict[str, str]) -> None:
+        schema = CANDIDATE_SCHEMA.with_metadata(
+            {key.encode(): value.encode() for key, value in metadata.items()}
+        )
+        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self._schema = schema
+        self._pending: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self._pending.extend(rows)
+        while len(self._pending) >= ROW_GROUP_SIZE:
+            self._flush(self._pending[:ROW_GROUP_SIZE])
+            del self._pending[:ROW_GROUP_SIZE]
+
+    def close(self) -> None:
+        if self._pending or self.rows == 0:
+            self._flush(self._pending)
+        self._pending = []
+        self._writer.close()
+
+    def _flush(self, rows: list[dict[str, Any]]) -> None:
+        self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        self.rows += len(rows)
+
+
+def write_quarantine(handle: IO[bytes], source: str, lines: list[QuarantinedLine]) -> None:
+    for line in lines:
+        record = {
+            "source_file": source,
+            "line_number": line.line_number,
+            "reason": line.reason,
+            "detail": line.detail,
+            "raw": line.raw,
+        }
+        handle.write(orjson.dumps(record) + b"\n")
