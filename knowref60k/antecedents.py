@@ -18,11 +18,15 @@ from knowref60k.connectives import TokenRange
 from knowref60k.stats import StageStats
 
 PRENOMINAL_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "JJ", "JJR", "JJS", "CD"})
-NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS"})
-PROPER_NOUN_TAGS = frozenset({"NNP", "NNPS"})
+# The hyphen inside a name ("Day-Lewis", "Obi-Wan") gets a tag of its own so the name stays one phrase.
+NAME_HYPHEN_TAG = "NNP-HYPH"
+NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", NAME_HYPHEN_TAG})
+PROPER_NOUN_TAGS = frozenset({"NNP", "NNPS", NAME_HYPHEN_TAG})
 PREPOSITION_TAG = "IN"
 RETAGGABLE_TAGS = frozenset({"NN", "NNS", "JJ", "FW", "UH"})
 SENTENCE_OPENERS = frozenset({'"', "'", ":", "(", "-", "*"})
+# Tagged NN, but adverbs of time: "called Michael yesterday" must not make "Michael yesterday" one phrase.
+TIME_ADVERBS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
 POSSESSIVE_TAG = "POS"
 
 
@@ -107,53 +111,85 @@ def corrected_tags(doc: Doc, first_names: frozenset[str]) -> list[str]:
     """PTB tags with capitalised words the tagger called common nouns or adjectives made proper nouns.
 
     Taggers trained on edited text miss rare names in comments ("Nate/NN", "Damian/JJ"). Inside a
-    sentence a capitalised word is a name; at its start only a known first name is trusted.
+    sentence a capitalised word is a name; at its start only a known first name is trusted. Hyphens
+    inside names and adverbs of time tagged as nouns are fixed too.
     """
     tags = []
     for i, token in enumerate(doc):
         tag = token.tag_
-        text = token.text
-        if tag in RETAGGABLE_TAGS and text[:1].isupper() and not (len(text) > 1 and text.isupper()):
-            inside = i > 0 and doc[i - 1].text not in SENTENCE_OPENERS
-            if inside or text in first_names:
+        if tag in RETAGGABLE_TAGS and looks_like_name(token.text):
+            if not is_sentence_initial(doc, i) or token.text in first_names:
                 tag = "NNP"
+        elif token.text == "-" and _joins_names(doc, i):
+            tag = NAME_HYPHEN_TAG
+        elif token.lower_ in TIME_ADVERBS:
+            tag = "RB"
         tags.append(tag)
     return tags
 
 
-def minimal_noun_phrases(tags: Sequence[str], limit: int) -> list[tuple[int, int]]:
-    """Noun phrases ending before token `limit`, one per `NP (IN NP)*` group.
+def looks_like_name(text: str) -> bool:
+    """Capitalised and not all capitals: "Nate", "LeBron", not "TE", "MAGA" or "S"."""
+    return len(text) > 1 and text[0].isupper() and not text.isupper()
 
-    As in the reference, "a portrait of Madeline" counts once, and its innermost phrase (Madeline) is
-    the candidate antecedent.
+
+def is_sentence_initial(doc: Doc, i: int) -> bool:
+    """Whether token i is capitalised by position: the sentence's first word, or after a quote or colon."""
+    return i == 0 or doc[i - 1].text in SENTENCE_OPENERS
+
+
+def _joins_names(doc: Doc, i: int) -> bool:
+    if not 0 < i < len(doc) - 1 or doc[i - 1].whitespace_ or doc[i].whitespace_:
+        return False
+    return looks_like_name(doc[i - 1].text) and looks_like_name(doc[i + 1].text)
+
+
+def noun_phrase_groups(tags: Sequence[str], limit: int) -> list[list[tuple[int, int]]]:
+    """Base noun phrases ending before token `limit`, grouped as `NP (IN NP)*`.
+
+    As in the reference, "a portrait of Madeline" counts as one noun phrase.
     """
-    groups: list[tuple[int, int]] = []
+    groups: list[list[tuple[int, int]]] = []
     for start, end in base_noun_phrases(tags, limit):
-        previous = groups[-1] if groups else None
-        if previous and start == previous[1] + 1 and tags[previous[1]] == PREPOSITION_TAG:
-            groups[-1] = (start, end)
+        last = groups[-1][-1] if groups else None
+        if last and start == last[1] + 1 and tags[last[1]] == PREPOSITION_TAG:
+            groups[-1].append((start, end))
         else:
-            groups.append((start, end))
+            groups.append([(start, end)])
     return groups
+
+
+def representative(doc: Doc, tags: Sequence[str], group: Sequence[tuple[int, int]]) -> NounPhrase:
+    """The group's candidate antecedent: its first phrase that ends in a name ("Jesus" of "Jesus of
+    Nazareth", "Madeline" of "a portrait of Madeline"), else its last phrase."""
+    phrases = [NounPhrase(start, end, _name_start(doc, tags, start, end)) for start, end in group]
+    return next((phrase for phrase in phrases if phrase.has_name), phrases[-1])
 
 
 def _name_start(doc: Doc, tags: Sequence[str], start: int, end: int) -> int:
     """Start of the phrase's trailing run of capitalised proper nouns (== end when there is none)."""
     i = end
-    while i > start and tags[i - 1] in PROPER_NOUN_TAGS and doc[i - 1].text[:1].isupper():
+    while (
+        i > start
+        and tags[i - 1] in PROPER_NOUN_TAGS
+        and (tags[i - 1] == NAME_HYPHEN_TAG or looks_like_name(doc[i - 1].text))
+    ):
         i -= 1
+    if i < end and tags[i] == NAME_HYPHEN_TAG:
+        i += 1
     return i
 
 
 class AntecedentFilter:
     """Applies the antecedent rules; `stats` counts sentences in, out and every reason for a drop."""
 
-    def __init__(self, config: ExtractConfig, first_names: frozenset[str]) -> None:
+    def __init__(self, config: ExtractConfig, first_names: frozenset[str], surnames: frozenset[str]) -> None:
         self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
         self.use_names = config.person_detection in ("names", "both")
         self.use_ner = config.person_detection in ("ner", "both")
         self.only_two_phrases = config.antecedent_rule == "two_noun_phrases"
         self.first_names = first_names
+        self.surnames = surnames
         self.stats = StageStats()
 
     def target(self, words: Sequence[str], connectives: Sequence[TokenRange]) -> Target | None:
@@ -167,8 +203,8 @@ class AntecedentFilter:
     def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | None:
         """The minimal noun phrases before the connective, if they can still hold two persons."""
         tags = corrected_tags(doc, self.first_names)
-        groups = minimal_noun_phrases(tags, target.connective.start)
-        phrases = [NounPhrase(start, end, _name_start(doc, tags, start, end)) for start, end in groups]
+        groups = noun_phrase_groups(tags, target.connective.start)
+        phrases = [representative(doc, tags, group) for group in groups]
         named = sum(phrase.has_name for phrase in phrases)
         if self.only_two_phrases and len(phrases) != 2:
             self.stats.drop(
@@ -213,8 +249,18 @@ class AntecedentFilter:
         return doc[phrase.name_start].text.capitalize() in self.first_names
 
     def _is_person(self, doc: Doc, phrase: NounPhrase) -> bool:
+        """A known first name; else NER says PERSON; else (both mode) a surname that NER calls no ORG
+        or LOC, that follows no determiner ("the same Bible") and is not capitalised by position."""
         if self.use_names and self._known_name(doc, phrase):
             return True
-        return self.use_ner and any(
-            doc[i].ent_type_ == "PERSON" for i in range(phrase.name_start, phrase.end)
+        if not self.use_ner:
+            return False
+        labels = {doc[i].ent_type_ for i in range(phrase.name_start, phrase.end)}
+        if "PERSON" in labels:
+            return True
+        surname = doc[phrase.end - 1].text.capitalize() in self.surnames
+        determined = doc[phrase.start].tag_ == "DT"
+        initial = is_sentence_initial(doc, phrase.name_start)
+        return (
+            self.use_names and surname and not (determined or initial) and labels.isdisjoint(("ORG", "LOC"))
         )

@@ -80,7 +80,8 @@ class ExtractConfig:
     max_connectives: int = 1
     blocking_pronouns: tuple[str, ...] = BLOCKING_PRONOUNS
     person_detection: str = "both"
-    antecedent_rule: str = "two_noun_phrases"
+    antecedent_rule: str = "two_persons"
+    ssa_min_count: int = 1000
     language: str = "en"
     language_seed: int = 0
     model: str | None = None

@@ -23,7 +23,7 @@ from knowref60k.cleaning import Cleaner, load_bot_names
 from knowref60k.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.connectives import ConnectiveFilter
 from knowref60k.language import LanguageFilter
-from knowref60k.names import known_first_names
+from knowref60k.names import known_first_names, known_surnames
 from knowref60k.nlp import Pipeline, model_version, pronoun_pattern, resolve_model_name
 from knowref60k.output import CandidateWriter, atomic_path, write_json_atomic, write_quarantine
 from knowref60k.readers import (
@@ -69,7 +69,8 @@ class CandidateExtractor:
         self.pipeline = Pipeline(model_name)
         self.prefilter = pronoun_pattern(self.pipeline.nlp, TARGET_PRONOUNS)
         self.bot_names = load_bot_names()
-        self.first_names = known_first_names()
+        self.first_names = known_first_names(config.ssa_min_count)
+        self.surnames = known_surnames()
 
     def process(self, source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
         stats = PipelineStats()
@@ -78,7 +79,7 @@ class CandidateExtractor:
         cleaner = Cleaner(self.bot_names)
         shape = ShapeFilter(self.config)
         connectives = ConnectiveFilter(self.config)
-        antecedents = AntecedentFilter(self.config, self.first_names)
+        antecedents = AntecedentFilter(self.config, self.first_names, self.surnames)
         language = LanguageFilter(self.config.language, self.config.language_seed)
         sentences = [
             sentence
@@ -165,8 +166,8 @@ def candidate_id(source: str, comment_id: str, position: str, sentence: str) -> 
 def _row(source: str, sentence: _Sentence, phrases: tuple[NounPhrase, NounPhrase]) -> dict[str, Any]:
     doc, text, comment = sentence.doc, sentence.text, sentence.comment
     connective = _char_span(doc, sentence.target.connective.start, sentence.target.connective.end)
-    first = _char_span(doc, phrases[0].start, phrases[0].end)
-    second = _char_span(doc, phrases[1].start, phrases[1].end)
+    first = _char_span(doc, phrases[0].name_start, phrases[0].end)
+    second = _char_span(doc, phrases[1].name_start, phrases[1].end)
     pronoun = _char_span(doc, sentence.target.pronoun, sentence.target.pronoun + 1)
     pronoun_text = text[pronoun[0] : pronoun[1]]
     return {

@@ -1,8 +1,9 @@
-"""First-name lists (1990 US Census) used to recognise person names."""
+"""Name lists (1990 US Census, SSA baby names) used to recognise person names."""
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,16 +13,29 @@ NAMES_DIR = DATA_DIR / "names"
 GENDERS = ("male", "female")
 
 
+def _rows(path: Path) -> Iterator[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        yield from csv.DictReader(handle, delimiter="\t")
+
+
 @lru_cache(maxsize=4)
 def load_first_names(gender: str, names_dir: Path = NAMES_DIR) -> dict[str, float]:
-    """Name (title case) -> frequency in percent, for one gender."""
-    path = names_dir / f"{gender}.tsv"
-    with path.open(encoding="utf-8", newline="") as handle:
-        return {
-            row["name"]: float(row["frequency_percent"]) for row in csv.DictReader(handle, delimiter="\t")
-        }
+    """Census first names of one gender (title case) -> frequency in percent."""
+    return {row["name"]: float(row["frequency_percent"]) for row in _rows(names_dir / f"{gender}.tsv")}
 
 
-@lru_cache(maxsize=1)
-def known_first_names() -> frozenset[str]:
-    return frozenset(name for gender in GENDERS for name in load_first_names(gender))
+@lru_cache(maxsize=4)
+def known_first_names(ssa_min_count: int, names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    """Census first names, plus SSA baby names given to at least `ssa_min_count` babies."""
+    census = {name for gender in GENDERS for name in load_first_names(gender, names_dir)}
+    ssa = {
+        row["name"]
+        for row in _rows(names_dir / "ssa_first_names.tsv")
+        if int(row["count_male"]) + int(row["count_female"]) >= ssa_min_count
+    }
+    return frozenset(census | ssa)
+
+
+@lru_cache(maxsize=2)
+def known_surnames(names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    return frozenset(row["name"] for row in _rows(names_dir / "surnames.tsv"))

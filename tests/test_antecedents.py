@@ -1,0 +1,112 @@
+"""The antecedent rules, on hand-written sentences, with the real spaCy pipeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from knowref60k.antecedents import base_noun_phrases, locate_target, noun_phrase_groups
+from knowref60k.connectives import TokenRange
+from knowref60k.extract import CandidateExtractor
+from knowref60k.readers import LineChunk
+
+
+def run(extractor: CandidateExtractor, *sentences: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    data = "\n".join(sentences).encode() + b"\n"
+    result = extractor.process("handwritten.txt", "text", LineChunk(1, data))
+    return result.rows, result.stats.to_dict()["stages"]
+
+
+def only_row(extractor: CandidateExtractor, sentence: str) -> dict[str, Any]:
+    rows, stages = run(extractor, sentence)
+    assert len(rows) == 1, stages
+    return rows[0]
+
+
+def assert_offsets_consistent(row: dict[str, Any]) -> None:
+    for field in ("connective", "antecedent1", "antecedent2", "pronoun"):
+        assert row["sentence"][row[f"{field}_start"] : row[f"{field}_end"]] == row[field]
+
+
+def test_accepts_a_classic_item_with_offsets(extractor: CandidateExtractor) -> None:
+    row = only_row(extractor, "Roderick is painting a portrait of Madeline, but every pose exhausts her.")
+    assert (row["antecedent1"], row["antecedent2"], row["pronoun"]) == ("Roderick", "Madeline", "her")
+    assert row["connective"] == ", but" and row["pronoun_gender"] == "female"
+    assert (
+        row["antecedent1_start"] < row["antecedent2_start"] < row["connective_start"] < row["pronoun_start"]
+    )
+    assert_offsets_consistent(row)
+
+
+def test_capitalised_pronoun_is_found(extractor: CandidateExtractor) -> None:
+    row = only_row(extractor, "Jessica tried to call Michael yesterday, but He never picked up the phone.")
+    assert row["pronoun"] == "He" and row["pronoun_gender"] == "male"
+    assert_offsets_consistent(row)
+
+
+def test_dan_and_danny_are_two_different_antecedents(extractor: CandidateExtractor) -> None:
+    row = only_row(extractor, "Dan played tennis with Danny all afternoon because he was bored at home.")
+    assert {row["antecedent1"], row["antecedent2"]} == {"Dan", "Danny"}
+    assert_offsets_consistent(row)
+
+
+def test_antecedent_named_again_after_the_connective_is_rejected(extractor: CandidateExtractor) -> None:
+    rows, stages = run(extractor, "Dan played tennis with Danny all afternoon because Dan said he was bored.")
+    assert rows == []
+    assert stages["antecedent"]["dropped"] == {"antecedent_repeated_after_connective": 1}
+
+
+def test_two_separate_connectives_are_rejected(extractor: CandidateExtractor) -> None:
+    rows, stages = run(extractor, "Dan called Mary because he was bored at home, but she did not answer him.")
+    assert rows == []
+    assert stages["connective"]["dropped"] == {"too_many_connectives": 1}
+
+
+def test_non_person_noun_phrase_is_rejected(extractor: CandidateExtractor) -> None:
+    rows, stages = run(
+        extractor, "The storm damaged the old bridge near the town, so he stayed home all week."
+    )
+    assert rows == []
+    assert stages["antecedent"]["dropped"] == {"fewer_than_two_persons": 1}
+
+
+def test_pronoun_before_the_connective_is_rejected(extractor: CandidateExtractor) -> None:
+    rows, stages = run(extractor, "John told Mary about his new car, but she did not listen to a word.")
+    assert rows == []
+    assert stages["antecedent"]["dropped"] == {"pronoun_before_connective": 1}
+
+
+def test_multi_word_and_hyphenated_names_stay_whole(extractor: CandidateExtractor) -> None:
+    row = only_row(extractor, "Daniel Day-Lewis worked with Tony Parker for years, but he never liked it.")
+    assert (row["antecedent1"], row["antecedent2"]) == ("Daniel Day-Lewis", "Tony Parker")
+    assert_offsets_consistent(row)
+
+
+def test_locate_target_picks_last_connective_before_the_first_pronoun() -> None:
+    words = "john met bill , and then mary came because he was late".split()
+    target = locate_target(words, [TokenRange(3, 4), TokenRange(8, 9)], frozenset({"he", "it"}))
+    assert target != "no_target_pronoun" and not isinstance(target, str)
+    assert target.connective == TokenRange(8, 9) and target.pronoun == 9
+
+
+@pytest.mark.parametrize(
+    ("words", "reason"),
+    [
+        ("john met bill , but it rained".split(), "no_target_pronoun"),
+        ("he met bill , but she left".split(), "pronoun_before_connective"),
+        ("it was john , but he left".split(), "pronoun_before_connective"),
+    ],
+)
+def test_locate_target_reasons(words: list[str], reason: str) -> None:
+    blocking = frozenset({"he", "she", "it"})
+    connectives = [TokenRange(words.index(","), words.index(",") + 2)]
+    assert locate_target(words, connectives, blocking) == reason
+
+
+def test_noun_phrase_chunking_on_tags() -> None:
+    tags = ["NNP", "VBZ", "VBG", "DT", "NN", "IN", "NNP", ",", "CC"]
+    assert base_noun_phrases(tags, 7) == [(0, 1), (3, 5), (6, 7)]
+    assert noun_phrase_groups(tags, 7) == [[(0, 1)], [(3, 5), (6, 7)]]
+    assert base_noun_phrases(["NNP", "POS", "JJ", "NN", "VBD"], 5) == [(0, 4)]
+    assert base_noun_phrases(["DT", "JJ", "VBD", "NN"], 4) == [(3, 4)]

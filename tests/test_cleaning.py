@@ -1,0 +1,65 @@
+from knowref60k.cleaning import Cleaner, clean_text, is_bot, load_bot_names, normalise_unicode
+from knowref60k.records import Comment
+
+
+def comment(body: str, author: str = "someone") -> Comment:
+    return Comment(comment_id="c", body=body, line_number=1, author=author)
+
+
+def test_html_entities_are_unescaped_even_when_escaped_twice() -> None:
+    assert clean_text("Tom &amp; Jerry &gt; all&amp;#x200B;") == ["Tom & Jerry > all"]
+
+
+def test_quotes_code_and_urls_are_removed_but_link_text_kept() -> None:
+    body = (
+        "&gt; quoted from the parent comment\n\n"
+        "See [the article](https://example.com/a) or https://example.org/x now.\n\n"
+        "```\ncode block\n```\n\n    indented code\n\nUse `inline code` here."
+    )
+    assert clean_text(body) == ["See the article or now.", "Use here."]
+
+
+def test_paragraphs_split_on_blank_lines_and_whitespace_is_collapsed() -> None:
+    assert clean_text("One  line\nwraps here.\n\n\nSecond   one.") == ["One line wraps here.", "Second one."]
+
+
+def test_curly_quotes_become_plain_instead_of_being_deleted() -> None:
+    assert (
+        normalise_unicode("Dan\u2019s \u201cbest\u201d friend \u2013 Zo\u00eb")
+        == 'Dan\'s "best" friend - Zoë'
+    )
+
+
+def test_emphasis_markers_are_stripped() -> None:
+    assert clean_text("He was **really** *that* ~~bad~~ good.") == ["He was really that bad good."]
+
+
+def test_placeholders_bots_and_empty_bodies_are_dropped_with_reasons() -> None:
+    cleaner = Cleaner()
+    bodies = [
+        ("[deleted]", "x"),
+        ("[removed]", "x"),
+        ("  ", "x"),
+        ("I am a bot.", "AutoModerator"),
+        ("Reminder!", "RemindMeBot"),
+        ("https://example.com", "x"),
+        ("Real text.", "Talbot"),
+    ]
+    kept = [cleaner(comment(body, author)) for body, author in bodies]
+    assert kept[-1] == ["Real text."]
+    assert all(not paragraphs for paragraphs in kept[:-1])
+    assert cleaner.stats.dropped == {
+        "deleted": 1,
+        "removed": 1,
+        "empty": 1,
+        "bot_author": 2,
+        "empty_after_cleaning": 1,
+    }
+    assert (cleaner.stats.total, cleaner.stats.forwarded) == (7, 1)
+
+
+def test_bot_rule_is_case_sensitive_on_the_suffix() -> None:
+    bots = load_bot_names()
+    assert is_bot("automoderator", bots)
+    assert is_bot("SomeHelperBot", bots) and is_bot("link_bot", bots)
+    assert not is_bot("abbot", bots) and not is_bot("Talbot", bots) and not is_bot(None, bots)
