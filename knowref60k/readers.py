@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import orjson
 import zstandard
@@ -26,9 +28,50 @@ _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
 
+class ZstdReader(io.RawIOBase):
+    """Decompresses zstd frame after frame, and raises on a file that ends inside a frame.
+
+    zstandard's `stream_reader` just stops at a truncated frame, which would lose the rest silently.
+    """
+
+    def __init__(self, raw: BinaryIO, read_size: int = 1 << 18) -> None:
+        self._raw = raw
+        self._read_size = read_size
+        self._decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+        self._frame = self._decompressor.decompressobj()
+        self._buffer = b""
+        self._truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            compressed = self._raw.read(self._read_size)
+            if not compressed:
+                self._truncated = not self._frame.eof and self._raw.tell() > 0
+                break
+            self._decompress(compressed)
+        data, self._buffer = (self._buffer, b"") if size < 0 else (self._buffer[:size], self._buffer[size:])
+        if not data and self._truncated:
+            raise zstandard.ZstdError("the file ends inside a zstd frame (truncated download?)")
+        return data
+
+    def _decompress(self, compressed: bytes) -> None:
+        while compressed:
+            if self._frame.eof:
+                self._frame = self._decompressor.decompressobj()
+            self._buffer += self._frame.decompress(compressed)
+            compressed = self._frame.unused_data if self._frame.eof else b""
+
+
 def _open_zstd(raw: BinaryIO) -> BinaryIO:
-    decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
-    return cast(BinaryIO, decompressor.stream_reader(raw, read_size=1 << 20))
+    return cast(BinaryIO, ZstdReader(raw))
 
 
 def _open_gzip(raw: BinaryIO) -> BinaryIO:
@@ -106,7 +149,7 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
     while True:
         try:
             block = stream.read(read_size)
-        except (zstandard.ZstdError, OSError, EOFError, lzma.LZMAError) as error:
+        except (zstandard.ZstdError, OSError, EOFError, lzma.LZMAError, zlib.error) as error:
             raise UserError(
                 f"{source}: the compressed data is corrupt or truncated after line {next_line - 1}: {error}"
             ) from None

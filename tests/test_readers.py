@@ -141,3 +141,26 @@ def test_format_detection() -> None:
     assert detect_format(Path("whatever.bin"), "text") == "text"
     with pytest.raises(UserError, match="--input-format"):
         detect_format(Path("whatever.bin"))
+
+
+def test_truncated_zstd_file_is_an_error_not_a_silent_end(tmp_path: Path) -> None:
+    data = b"".join(b'{"body": "line %d"}\n' % i for i in range(50_000))
+    path = tmp_path / "RC_2099-01.zst"
+    compressed = zstandard.ZstdCompressor(level=3).compress(data)
+    path.write_bytes(compressed[: len(compressed) // 2])
+    with (
+        pytest.raises(UserError, match=r"RC_2099-01.zst: .*truncated after line [1-9]\d+"),
+        open_input(path) as (
+            _raw,
+            stream,
+        ),
+    ):
+        list(iter_line_chunks(stream, path.name, 1 << 16))
+
+
+def test_concatenated_zstd_frames_are_all_read(tmp_path: Path) -> None:
+    data = ndjson(COMMENTS)
+    path = tmp_path / "RC_2099-02.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(data) * 3)
+    with open_input(path) as (_raw, stream):
+        assert all_lines(stream, 7) == (data * 3).splitlines()

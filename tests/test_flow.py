@@ -1,0 +1,67 @@
+"""The Prefect flow, for real, on the original dumps and a slice of real comments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from flows.extract import extract_flow
+from knowref60k.connectives import ConnectiveFinder
+from knowref60k.extract import CandidateExtractor
+from knowref60k.output import CANDIDATE_SCHEMA
+from tests.conftest import shared_file
+
+pytestmark = pytest.mark.integration
+
+
+def check_row(row: dict[str, object], extractor: CandidateExtractor) -> None:
+    sentence = str(row["sentence"])
+    for field in ("connective", "antecedent1", "antecedent2", "pronoun"):
+        assert sentence[row[f"{field}_start"] : row[f"{field}_end"]] == row[field]  # type: ignore[misc]
+    assert row["antecedent1_end"] <= row["antecedent2_start"]  # type: ignore[operator]
+    assert row["antecedent2_end"] <= row["connective_start"] < row["pronoun_start"]  # type: ignore[operator]
+    words = [token.lower_ for token in extractor.pipeline.split(sentence)]
+    assert len(ConnectiveFinder(extractor.config.connectives).find(words[:-1])) == 1, sentence
+    assert str(row["pronoun"]).lower() in {"he", "him", "his", "she", "her", "hers"}
+
+
+def test_flow_extracts_then_skips_finished_files(
+    tmp_path: Path, reddit_slice: Path, extractor: CandidateExtractor
+) -> None:
+    dumps = [
+        shared_file("data/reddit/RC_2005-12.zst"),
+        shared_file("data/reddit/RC_2006-01.zst"),
+        reddit_slice,
+    ]
+    out = tmp_path / "out"
+    first = extract_flow([str(p) for p in dumps], str(out))
+    assert [f["skipped"] for f in first["files"]] == [False, False, False]
+
+    stats = {Path(f["source"]).name: orjson.loads(Path(f["stats_path"]).read_bytes()) for f in first["files"]}
+    assert stats["RC_2005-12.zst"]["stats"]["stages"]["read"]["in"] == 1075
+    assert stats["RC_2006-01.zst"]["stats"]["stages"]["read"]["in"] == 3666
+    rows = []
+    for report in first["files"]:
+        table = pq.read_table(report["candidates_path"])
+        assert table.schema.equals(CANDIDATE_SCHEMA, check_metadata=False)
+        assert table.num_rows == report["candidates"]
+        rows += table.to_pylist()
+    assert len(rows) >= 3, "the slice of real comments should yield candidates"
+    assert len({row["candidate_id"] for row in rows}) == len(rows)
+    for row in rows:
+        check_row(row, extractor)
+
+    outputs = {path: path.read_bytes() for path in out.iterdir() if path.name != "funnel.json"}
+    second = extract_flow([str(p) for p in dumps], str(out))
+    assert [f["skipped"] for f in second["files"]] == [True, True, True]
+    assert {path: path.read_bytes() for path in out.iterdir() if path.name != "funnel.json"} == outputs
+    assert second["stats"] == first["stats"]
+
+
+def test_flow_reports_a_missing_input_clearly(tmp_path: Path) -> None:
+    from flows.extract import main
+
+    assert main([str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "out")]) == 2
