@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from rich.console import Console
 
-from knowref60k.cli import render_funnel
+from knowref60k.cli import make_console, render_funnel
 from knowref60k.config import load_config
 from knowref60k.errors import UserError
 from knowref60k.extract import Extractor, merge_stats
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--input-format", default="auto", choices=["auto", "ndjson", "text"])
     args = parser.parse_args(argv)
-    console = Console()
+    console = make_console()
     missing = [path for path in args.inputs if not Path(path).is_file()]
     if missing:
         console.print(f"[bold red]error:[/] input file(s) not found: {', '.join(missing)}")

@@ -26,7 +26,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(stderr=True)
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that keeps tables readable when the output goes to a file or CI log."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 140)
+
+
+console = make_console(stderr=True)
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with an [extract] table.")]
 ModelOption = Annotated[

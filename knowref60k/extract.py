@@ -41,6 +41,8 @@ from knowref60k.stats import PipelineStats
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+# Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
+WARM_CHUNKS = 2
 
 
 @dataclass
@@ -71,8 +73,18 @@ class CandidateExtractor:
         self.bot_names = load_bot_names()
         self.first_names = known_first_names(config.ssa_min_count)
         self.surnames = known_surnames()
+        self._warm_chunks = WARM_CHUNKS
 
     def process(self, source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
+        """All stages on one chunk. Strings spaCy adds to its vocabulary are freed after each chunk
+        (memory zone), except during the first chunks, which warm the tokenizer's cache."""
+        if self._warm_chunks > 0:
+            self._warm_chunks -= 1
+            return self._process(source, input_format, chunk)
+        with self.pipeline.nlp.memory_zone():
+            return self._process(source, input_format, chunk)
+
+    def _process(self, source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
         stats = PipelineStats()
         comments, quarantined = parse_chunk(chunk, input_format, stats["read"])
         stats.quarantined = len(quarantined)

@@ -1,0 +1,249 @@
+"""Extraction benchmark on RC_sample_1M.zst, against a baseline measured in the same run.
+
+    .venv/bin/python benchmarks/bench_extract.py [--input FILE] [--workers 2] [--small-lines 100000]
+
+Baseline: plain zstd decompression + orjson parsing of every line of the same file (one core): the
+floor that any extraction must pay. Reported: comments/s of both, their ratio, peak memory of the
+whole process tree (sampled from /proc), the same for a 100k-line prefix (memory must not grow with
+input size), and the funnel. Results go to output/bench/bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import zstandard
+from rich.console import Console
+
+from knowref60k.cli import make_console, render_funnel
+from knowref60k.config import ExtractConfig
+from knowref60k.extract import Extractor
+from knowref60k.readers import iter_line_chunks, open_input
+from knowref60k.stats import PipelineStats
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_INPUT = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
+TARGET_SECONDS = 60.0
+TARGET_RATE = 16_600
+TARGET_PEAK_BYTES = 1.5 * 1024**3
+MIB = 1024**2
+console = make_console()
+
+
+def process_tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants, from /proc."""
+    total = 0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            total += next(
+                int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS")
+            )
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, StopIteration):
+            continue
+    return total
+
+
+class PeakMemory:
+    """Samples the RSS of this process tree every 50 ms while active."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, process_tree_rss(os.getpid()))
+            self._stop.wait(0.05)
+
+
+@dataclass
+class Baseline:
+    lines: int
+    seconds: float
+    peak_rss_bytes: int
+
+    @property
+    def rate(self) -> float:
+        return self.lines / self.seconds
+
+
+def baseline(path: Path) -> Baseline:
+    """Plain decompress + orjson.loads of every line: its time, and its memory (mostly the zstd window)."""
+    with PeakMemory() as memory:
+        started = time.perf_counter()
+        lines = 0
+        with open_input(path) as (_raw, stream):
+            for chunk in iter_line_chunks(stream, path.name):
+                for line in chunk.data.splitlines():
+                    orjson.loads(line)
+                    lines += 1
+        seconds = time.perf_counter() - started
+    return Baseline(lines, seconds, memory.peak)
+
+
+def write_prefix(source: Path, target: Path, lines: int) -> Path:
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=31, enable_ldm=True)
+    with open_input(source) as (_raw, stream), target.open("wb") as handle:
+        writer = zstandard.ZstdCompressor(compression_params=params).stream_writer(handle)
+        for number, line in enumerate(io.BufferedReader(stream)):  # type: ignore[arg-type]
+            if number >= lines:
+                break
+            writer.write(line)
+        writer.close()
+    return target
+
+
+@dataclass
+class Run:
+    file: str
+    lines: int
+    seconds: float
+    peak_rss_bytes: int
+    candidates: int
+    stats: PipelineStats
+
+    @property
+    def rate(self) -> float:
+        return self.lines / self.seconds
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "lines": self.lines,
+            "seconds": round(self.seconds, 2),
+            "comments_per_second": round(self.rate),
+            "peak_rss_mib": round(self.peak_rss_bytes / MIB),
+            "candidates": self.candidates,
+        }
+
+    def describe(self) -> str:
+        return (
+            f"{self.lines:,} comments in {self.seconds:.1f} s = {self.rate:,.0f} comments/s, "
+            f"peak RSS {self.peak_rss_bytes / MIB:,.0f} MiB, {self.candidates:,} candidates"
+        )
+
+
+def extract(path: Path, out: Path, workers: int) -> Run:
+    with PeakMemory() as memory:
+        started = time.perf_counter()
+        with Extractor(ExtractConfig(), workers=workers) as extractor:
+            report = extractor.extract_file(path, out)
+        seconds = time.perf_counter() - started
+    return Run(path.name, report.stats["read"].total, seconds, memory.peak, report.candidates, report.stats)
+
+
+def profile(path: Path, out: Path) -> None:
+    """Where the time goes: cProfile of a one-process extraction."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        extractor.extract_file(path, out)
+    profiler.disable()
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(25)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--input", type=Path, default=DEFAULT_INPUT)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--small-lines", type=int, default=100_000)
+    parser.add_argument("--profile", action="store_true", help="also profile a one-process run on the prefix")
+    parser.add_argument("--out", type=Path, default=REPO / "output" / "bench")
+    args = parser.parse_args()
+    if not args.input.is_file():
+        console.print(f"[red]benchmark input missing:[/] {args.input} (expected ../shared beside the repo)")
+        return 2
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        console.print(f"baseline: decompress + orjson.loads of {args.input.name} ...")
+        base = baseline(args.input)
+        prefix = write_prefix(args.input, work / f"RC_prefix_{args.small_lines}.zst", args.small_lines)
+        small_base = baseline(prefix)
+        console.print(f"extraction of a {args.small_lines:,}-line prefix with {args.workers} workers ...")
+        small = extract(prefix, work / "small", args.workers)
+        console.print(f"extraction of {args.input.name} with {args.workers} workers ...")
+        full = extract(args.input, work / "full", args.workers)
+        if args.profile:
+            profile(prefix, work / "profile")
+    results = {
+        "input": str(args.input),
+        "workers": args.workers,
+        "cores": os.cpu_count(),
+        "baseline": {
+            "lines": base.lines,
+            "seconds": round(base.seconds, 2),
+            "comments_per_second": round(base.rate),
+            "peak_rss_mib": round(base.peak_rss_bytes / MIB),
+            "prefix_peak_rss_mib": round(small_base.peak_rss_bytes / MIB),
+        },
+        "prefix": small.to_dict(),
+        "full": full.to_dict(),
+        "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
+        "funnel": full.stats.to_dict(),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    console.print(render_funnel(full.stats, f"Funnel on {full.file}"))
+    console.print(
+        f"baseline (decompress + JSON parse, 1 core): {base.rate:,.0f} comments/s ({base.seconds:.1f} s), "
+        f"peak RSS {base.peak_rss_bytes / MIB:,.0f} MiB "
+        f"({small_base.peak_rss_bytes / MIB:,.0f} MiB on the prefix)"
+    )
+    console.print(f"extraction, {args.small_lines:,}-line prefix: {small.describe()}")
+    console.print(f"extraction, whole file: {full.describe()}")
+    console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
+    for name, met, value in targets(small, full, small_base, base):
+        console.print(f"{'MET   ' if met else 'MISSED'} {name}: {value}")
+    console.print(f"Results in {(args.out / 'bench.json').resolve()}")
+    return 0
+
+
+def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:
+    """The issue's targets. The zstd decoder must keep a window of up to 2 GiB (window log 31), so its
+    memory grows with the decompressed size until then; flatness is judged on the rest."""
+    own_small = small.peak_rss_bytes - small_base.peak_rss_bytes
+    own_full = full.peak_rss_bytes - base.peak_rss_bytes
+    return [
+        ("whole file in <= 60 s", full.seconds <= TARGET_SECONDS, f"{full.seconds:.1f} s"),
+        ("rate >= 16.6k comments/s", full.rate >= TARGET_RATE, f"{full.rate:,.0f}/s"),
+        (
+            "peak memory < 1.5 GB",
+            full.peak_rss_bytes < TARGET_PEAK_BYTES,
+            f"{full.peak_rss_bytes / MIB:,.0f} MiB",
+        ),
+        (
+            "memory flat without the zstd window: 1M within 10% of 100k",
+            own_full <= 1.10 * own_small,
+            f"{own_full / MIB:,.0f} MiB vs {own_small / MIB:,.0f} MiB "
+            f"(with the window: {full.peak_rss_bytes / MIB:,.0f} vs {small.peak_rss_bytes / MIB:,.0f} MiB)",
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
