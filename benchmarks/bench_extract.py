@@ -24,7 +24,6 @@ from pathlib import Path
 
 import orjson
 import zstandard
-from rich.console import Console
 
 from knowref60k.cli import make_console, render_funnel
 from knowref60k.config import ExtractConfig
