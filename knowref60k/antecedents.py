@@ -15,6 +15,7 @@ from spacy.tokens import Doc
 
 from knowref60k.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.connectives import TokenRange
+from knowref60k.names import NameLexicon
 from knowref60k.stats import StageStats
 
 PRENOMINAL_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "JJ", "JJR", "JJS", "CD"})
@@ -183,13 +184,12 @@ def _name_start(doc: Doc, tags: Sequence[str], start: int, end: int) -> int:
 class AntecedentFilter:
     """Applies the antecedent rules; `stats` counts sentences in, out and every reason for a drop."""
 
-    def __init__(self, config: ExtractConfig, first_names: frozenset[str], surnames: frozenset[str]) -> None:
+    def __init__(self, config: ExtractConfig, lexicon: NameLexicon) -> None:
         self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
         self.use_names = config.person_detection in ("names", "both")
         self.use_ner = config.person_detection in ("ner", "both")
         self.only_two_phrases = config.antecedent_rule == "two_noun_phrases"
-        self.first_names = first_names
-        self.surnames = surnames
+        self.lexicon = lexicon
         self.stats = StageStats()
 
     def target(self, words: Sequence[str], connectives: Sequence[TokenRange]) -> Target | None:
@@ -202,7 +202,7 @@ class AntecedentFilter:
 
     def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | None:
         """The minimal noun phrases before the connective, if they can still hold two persons."""
-        tags = corrected_tags(doc, self.first_names)
+        tags = corrected_tags(doc, self.lexicon.first_names)
         groups = noun_phrase_groups(tags, target.connective.start)
         phrases = [representative(doc, tags, group) for group in groups]
         named = sum(phrase.has_name for phrase in phrases)
@@ -246,11 +246,19 @@ class AntecedentFilter:
         return first, second
 
     def _known_name(self, doc: Doc, phrase: NounPhrase) -> bool:
-        return doc[phrase.name_start].text.capitalize() in self.first_names
+        """Starts with a known first name. At the start of a sentence, where every word is capitalised,
+        a name that is also a common word must be a popular one ("John", "Mark"; not "Man", "General")."""
+        first = doc[phrase.name_start].text
+        if not self.lexicon.is_first_name(first):
+            return False
+        if is_sentence_initial(doc, phrase.name_start) and self.lexicon.is_common_word(first):
+            return self.lexicon.is_popular_first_name(first)
+        return True
 
     def _is_person(self, doc: Doc, phrase: NounPhrase) -> bool:
-        """A known first name; else NER says PERSON; else (both mode) a surname that NER calls no ORG
-        or LOC, that follows no determiner ("the same Bible") and is not capitalised by position."""
+        """A known first name; else NER says PERSON; else (both mode) a surname that is no common word,
+        that NER calls no ORG or LOC, that follows no determiner ("the same Bible") and is not
+        capitalised by position."""
         if self.use_names and self._known_name(doc, phrase):
             return True
         if not self.use_ner:
@@ -258,7 +266,8 @@ class AntecedentFilter:
         labels = {doc[i].ent_type_ for i in range(phrase.name_start, phrase.end)}
         if "PERSON" in labels:
             return True
-        surname = doc[phrase.end - 1].text.capitalize() in self.surnames
+        head = doc[phrase.end - 1].text
+        surname = self.lexicon.is_surname(head) and not self.lexicon.is_common_word(head)
         determined = doc[phrase.start].tag_ == "DT"
         initial = is_sentence_initial(doc, phrase.name_start)
         return (

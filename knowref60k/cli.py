@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from knowref60k.config import DEFAULT_MODELS, load_config
+from knowref60k.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
 from knowref60k.errors import UserError
 from knowref60k.stats import PipelineStats
 
@@ -141,6 +141,9 @@ def evaluate_recall(
     out: Annotated[Path, typer.Option(help="Folder for eval.json.")] = Path("output/eval"),
     config: ConfigOption = None,
     model: ModelOption = None,
+    compare: Annotated[
+        bool, typer.Option(help="Also compare person detection modes and antecedent rules.")
+    ] = True,
 ) -> None:
     """Recall on sentences the reference pipeline accepted, in the default mode and with 2 connectives."""
     from knowref60k.evaluation import evaluate_modes, load_reference
@@ -155,6 +158,12 @@ def evaluate_recall(
     modes: list[dict[str, Any]] = [{"max_connectives": 1}, {"max_connectives": 2}]
     with console.status("running extraction on the reference sentences"):
         results = evaluate_modes(reference, settings, model_name, modes)
+        person_modes = [
+            {"person_detection": detection, "antecedent_rule": rule}
+            for rule in ANTECEDENT_RULES
+            for detection in PERSON_DETECTION_MODES
+        ]
+        ablation = evaluate_modes(reference, settings, model_name, person_modes) if compare else []
     table = Table(title=f"Recall on {len(reference):,} KnowRef (2019) Reddit sentences ({model_name})")
     for column in ("mode", "subset", "items", "accepted", "same antecedents + pronoun"):
         table.add_column(column, justify="left" if column in ("mode", "subset") else "right")
@@ -168,9 +177,27 @@ def evaluate_recall(
                 f"{score['same_share']:.1%} ({score['same_antecedents_and_pronoun']:,})",
             )
     console.print(table)
+    if ablation:
+        console.print(_ablation_table(ablation))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "eval.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    payload = {"modes": results, "person_detection": ablation}
+    (out / "eval.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
     console.print(f"Details in {(out / 'eval.json').resolve()}")
+
+
+def _ablation_table(results: list[dict[str, Any]]) -> Table:
+    table = Table(title="Person detection and antecedent rule (single-connective subset, max_connectives=1)")
+    for column in ("antecedent_rule", "person_detection", "accepted", "same antecedents + pronoun"):
+        table.add_column(column, justify="left" if column.endswith(("rule", "detection")) else "right")
+    for result in results:
+        score = result["subsets"]["single_connective"]
+        table.add_row(
+            result["antecedent_rule"],
+            result["person_detection"],
+            f"{score['accepted_share']:.1%}",
+            f"{score['same_share']:.1%}",
+        )
+    return table
 
 
 @app.command(name="setup-model")

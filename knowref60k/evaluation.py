@@ -141,6 +141,7 @@ def evaluate(items: Sequence[ReferenceItem], config: ExtractConfig, model_name: 
     return {
         "max_connectives": config.max_connectives,
         "person_detection": config.person_detection,
+        "antecedent_rule": config.antecedent_rule,
         "recoverable_reference_antecedents": sum(1 for item in items if item.antecedents and item.pronoun),
         "subsets": {name: score.to_dict() for name, score in scores.items()},
         "stats": result.stats.to_dict(),

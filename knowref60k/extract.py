@@ -23,8 +23,8 @@ from knowref60k.cleaning import Cleaner, load_bot_names
 from knowref60k.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.connectives import ConnectiveFilter
 from knowref60k.language import LanguageFilter
-from knowref60k.names import known_first_names, known_surnames
-from knowref60k.nlp import Pipeline, model_version, pronoun_pattern, resolve_model_name
+from knowref60k.names import NameLexicon, known_first_names, known_surnames, popular_first_names
+from knowref60k.nlp import Pipeline, common_words, model_version, pronoun_pattern, resolve_model_name
 from knowref60k.output import CandidateWriter, atomic_path, write_json_atomic, write_quarantine
 from knowref60k.readers import (
     LineChunk,
@@ -41,6 +41,8 @@ from knowref60k.stats import PipelineStats
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+# A first name that is also a common word counts at a sentence's start only if this popular (percent).
+POPULAR_NAME_PERCENT = 0.01
 # Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
 WARM_CHUNKS = 2
 
@@ -71,8 +73,12 @@ class CandidateExtractor:
         self.pipeline = Pipeline(model_name)
         self.prefilter = pronoun_pattern(self.pipeline.nlp, TARGET_PRONOUNS)
         self.bot_names = load_bot_names()
-        self.first_names = known_first_names(config.ssa_min_count)
-        self.surnames = known_surnames()
+        self.lexicon = NameLexicon(
+            first_names=known_first_names(config.ssa_min_count),
+            popular_first_names=popular_first_names(POPULAR_NAME_PERCENT),
+            surnames=known_surnames(),
+            common_words=common_words(self.pipeline.nlp),
+        )
         self._warm_chunks = WARM_CHUNKS
 
     def process(self, source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
@@ -91,7 +97,7 @@ class CandidateExtractor:
         cleaner = Cleaner(self.bot_names)
         shape = ShapeFilter(self.config)
         connectives = ConnectiveFilter(self.config)
-        antecedents = AntecedentFilter(self.config, self.first_names, self.surnames)
+        antecedents = AntecedentFilter(self.config, self.lexicon)
         language = LanguageFilter(self.config.language, self.config.language_seed)
         sentences = [
             sentence

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,6 +37,40 @@ def known_first_names(ssa_min_count: int, names_dir: Path = NAMES_DIR) -> frozen
     return frozenset(census | ssa)
 
 
+@lru_cache(maxsize=4)
+def popular_first_names(min_percent: float, names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    """Census first names borne by at least `min_percent` percent of people of either gender."""
+    return frozenset(
+        name
+        for gender in GENDERS
+        for name, percent in load_first_names(gender, names_dir).items()
+        if percent >= min_percent
+    )
+
+
 @lru_cache(maxsize=2)
 def known_surnames(names_dir: Path = NAMES_DIR) -> frozenset[str]:
     return frozenset(row["name"] for row in _rows(names_dir / "surnames.tsv"))
+
+
+@dataclass(frozen=True)
+class NameLexicon:
+    """What person detection knows about words: first names, surnames, and common English words."""
+
+    first_names: frozenset[str]
+    popular_first_names: frozenset[str]
+    surnames: frozenset[str]
+    common_words: frozenset[str]
+
+    def is_first_name(self, text: str) -> bool:
+        return text.capitalize() in self.first_names
+
+    def is_popular_first_name(self, text: str) -> bool:
+        return text.capitalize() in self.popular_first_names
+
+    def is_surname(self, text: str) -> bool:
+        return text.capitalize() in self.surnames
+
+    def is_common_word(self, text: str) -> bool:
+        """Whether the word is also an ordinary English word ("Man", "Magic", "Boston")."""
+        return text.lower() in self.common_words

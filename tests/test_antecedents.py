@@ -110,3 +110,18 @@ def test_noun_phrase_chunking_on_tags() -> None:
     assert noun_phrase_groups(tags, 7) == [[(0, 1)], [(3, 5), (6, 7)]]
     assert base_noun_phrases(["NNP", "POS", "JJ", "NN", "VBD"], 5) == [(0, 4)]
     assert base_noun_phrases(["DT", "JJ", "VBD", "NN"], 4) == [(3, 4)]
+
+
+def test_capitalised_common_word_at_sentence_start_is_no_person(extractor: CandidateExtractor) -> None:
+    rows, stages = run(
+        extractor, "Race was a factor in the perception of Peyton Hillis, and that hurt his chances."
+    )
+    assert rows == []
+    assert stages["antecedent"]["dropped"] == {"fewer_than_two_persons": 1}
+
+
+def test_popular_first_name_at_sentence_start_is_a_person(extractor: CandidateExtractor) -> None:
+    row = only_row(
+        extractor, "Mark was a factor in the decision of Peyton Hillis, and that hurt his chances."
+    )
+    assert (row["antecedent1"], row["antecedent2"]) == ("Mark", "Peyton Hillis")
