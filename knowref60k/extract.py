@@ -28,6 +28,7 @@ from knowref60k.nlp import Pipeline, common_words, model_version, pronoun_patter
 from knowref60k.output import CandidateWriter, atomic_path, write_json_atomic, write_quarantine
 from knowref60k.readers import (
     LineChunk,
+    check_input,
     compression_of,
     detect_format,
     iter_line_chunks,
@@ -309,6 +310,7 @@ class Extractor:
         progress: ProgressCallback | None = None,
     ) -> FileReport:
         """Extract one file; a file already done with the same config and code is skipped."""
+        check_input(path)
         input_format = detect_format(path, input_format)
         candidates_path, quarantine_path, stats_path = self.outputs(path, out_dir)
         finished = self.is_done(path, out_dir)

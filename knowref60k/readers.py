@@ -123,16 +123,20 @@ def detect_format(path: Path, requested: str = "auto") -> str:
     )
 
 
+def check_input(path: Path) -> None:
+    if not path.exists():
+        raise UserError(f"input file not found: {path}")
+    if not path.is_file():
+        raise UserError(f"input is not a file: {path}")
+
+
 @contextmanager
 def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """(raw file, decompressed stream) of a possibly compressed file.
 
     The raw file's position tells how far the reading has come.
     """
-    if not path.exists():
-        raise UserError(f"input file not found: {path}")
-    if not path.is_file():
-        raise UserError(f"input is not a file: {path}")
+    check_input(path)
     with path.open("rb") as raw:
         decoder = _DECODERS.get(compression_of(path) or "")
         yield raw, decoder(raw) if decoder else raw

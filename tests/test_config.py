@@ -1,0 +1,54 @@
+from pathlib import Path
+
+import pytest
+
+from knowref60k.config import MODEL_ENV_VAR, ExtractConfig, load_config
+from knowref60k.errors import UserError
+from knowref60k.nlp import resolve_model_name
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_documented_example_config_is_the_default() -> None:
+    assert load_config(REPO / "config.example.toml") == ExtractConfig()
+
+
+def test_file_then_environment_then_explicit_override(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text('[extract]\nmax_connectives = 2\nmodel = "from_file"\n')
+    assert load_config(path).model == "from_file"
+    monkeypatch.setenv(MODEL_ENV_VAR, "from_env")
+    config = load_config(path)
+    assert (config.model, config.max_connectives) == ("from_env", 2)
+    assert load_config(path, model="explicit").model == "explicit"
+
+
+def test_unknown_key_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text("[extract]\nmax_conectives = 2\n")
+    with pytest.raises(UserError, match=r"unknown setting.*k\.toml: max_conectives"):
+        load_config(path)
+
+
+def test_bad_values_and_files_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="person_detection"):
+        load_config(person_detection="magic")
+    with pytest.raises(UserError, match="config file not found"):
+        load_config(tmp_path / "missing.toml")
+    (tmp_path / "bad.toml").write_text("[extract\n")
+    with pytest.raises(UserError, match=r"bad\.toml: not valid TOML"):
+        load_config(tmp_path / "bad.toml")
+
+
+def test_fingerprint_changes_with_config_and_model() -> None:
+    base = ExtractConfig().fingerprint("en_ud_open_sm", "1.0.0")
+    assert base == ExtractConfig().fingerprint("en_ud_open_sm", "1.0.0")
+    assert base != ExtractConfig(max_connectives=2).fingerprint("en_ud_open_sm", "1.0.0")
+    assert base != ExtractConfig().fingerprint("en_core_web_sm", "3.8.0")
+
+
+def test_missing_model_says_what_to_do() -> None:
+    with pytest.raises(UserError, match=r"not installed.*make setup"):
+        resolve_model_name("en_no_such_model_sm")
