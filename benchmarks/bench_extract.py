@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import os
 import pstats
 import sys
@@ -23,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import zstandard
 
 from knowref60k.cli import make_console, render_funnel
 from knowref60k.config import ExtractConfig
 from knowref60k.extract import Extractor
 from knowref60k.readers import iter_line_chunks, open_input
+from knowref60k.slicing import write_line_range
 from knowref60k.stats import PipelineStats
 
 REPO = Path(__file__).resolve().parent.parent
@@ -105,18 +104,6 @@ def baseline(path: Path) -> Baseline:
     return Baseline(lines, seconds, memory.peak)
 
 
-def write_prefix(source: Path, target: Path, lines: int) -> Path:
-    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=31, enable_ldm=True)
-    with open_input(source) as (_raw, stream), target.open("wb") as handle:
-        writer = zstandard.ZstdCompressor(compression_params=params).stream_writer(handle)
-        for number, line in enumerate(io.BufferedReader(stream)):  # type: ignore[arg-type]
-            if number >= lines:
-                break
-            writer.write(line)
-        writer.close()
-    return target
-
-
 @dataclass
 class Run:
     file: str
@@ -181,7 +168,8 @@ def main() -> int:
         work = Path(scratch)
         console.print(f"baseline: decompress + orjson.loads of {args.input.name} ...")
         base = baseline(args.input)
-        prefix = write_prefix(args.input, work / f"RC_prefix_{args.small_lines}.zst", args.small_lines)
+        prefix = work / f"RC_prefix_{args.small_lines}.zst"
+        write_line_range(args.input, prefix, 0, args.small_lines)
         small_base = baseline(prefix)
         console.print(f"extraction of a {args.small_lines:,}-line prefix with {args.workers} workers ...")
         small = extract(prefix, work / "small", args.workers)

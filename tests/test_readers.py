@@ -164,3 +164,15 @@ def test_concatenated_zstd_frames_are_all_read(tmp_path: Path) -> None:
     path.write_bytes(zstandard.ZstdCompressor().compress(data) * 3)
     with open_input(path) as (_raw, stream):
         assert all_lines(stream, 7) == (data * 3).splitlines()
+
+
+def test_write_line_range_cuts_exact_lines(tmp_path: Path) -> None:
+    from knowref60k.slicing import write_line_range
+
+    source = tmp_path / "RC_2099-03.ndjson"
+    source.write_bytes(b"".join(b'{"body": "line %d"}\n' % i for i in range(1, 1001)))
+    target = tmp_path / "RC_2099-03_slice.zst"
+    assert write_line_range(source, target, 10, 25) == 25
+    with open_input(target) as (_raw, stream):
+        lines = all_lines(stream, 64)
+    assert lines[0] == b'{"body": "line 11"}' and lines[-1] == b'{"body": "line 35"}' and len(lines) == 25
