@@ -30,8 +30,8 @@ setup: $(VENV)/.model ## Create .venv with pinned dependencies and a spaCy pipel
 model: ## (Re)install the spaCy pipeline (from ../shared/models, else en_core_web_sm)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
 
-run: setup ## Extract candidates from the two original dumps (or INPUTS=...) under Prefect
-	$(PY) -m flows.extract --out $(OUT) $(INPUTS)
+run: setup ## Extract and prepare items from the two original dumps (or INPUTS=...) under Prefect
+	$(PY) -m flows.pipeline --out $(OUT) $(INPUTS)
 
 lint: setup ## ruff check, ruff format --check, mypy
 	$(VENV)/bin/ruff check .

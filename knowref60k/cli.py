@@ -13,7 +13,15 @@ from typing import Annotated, Any
 import orjson
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from knowref60k.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
@@ -57,7 +65,8 @@ def render_funnel(stats: PipelineStats, title: str = "Funnel") -> Table:
     for name, stage in stats.to_dict()["stages"].items():
         drops = ", ".join(f"{reason}: {count:,}" for reason, count in stage["dropped"].items())
         table.add_row(name, stage["unit"], f"{stage['in']:,}", f"{stage['out']:,}", drops)
-    table.caption = f"quarantined lines: {stats.quarantined:,}"
+    if "read" in stats.stages:
+        table.caption = f"quarantined lines: {stats.quarantined:,}"
     return table
 
 
@@ -111,15 +120,57 @@ def _advance(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
     return update
 
 
-def _progress() -> Progress:
+def _progress(in_bytes: bool = True) -> Progress:
+    amount = DownloadColumn() if in_bytes else MofNCompleteColumn()
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        DownloadColumn(),
+        amount,
         TimeRemainingColumn(),
         console=console,
         transient=False,
     )
+
+
+@app.command()
+def prepare(
+    candidates: Annotated[list[Path], typer.Argument(help="*.candidates.parquet files from `extract`.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the items and their reports.")],
+    index: Annotated[
+        Path | None,
+        typer.Option(
+            help="De-duplication index (SQLite) shared by every run; default OUT/dedup-index.sqlite."
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    seed: Annotated[int | None, typer.Option(help="Global perturbation seed.")] = None,
+) -> None:
+    """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
+    from knowref60k.config import load_prepare_config
+    from knowref60k.prepare import Preparer
+
+    try:
+        settings = load_prepare_config(config, seed=seed)
+        index_path = index or out / "dedup-index.sqlite"
+        total = prepare_stats_total()
+        with Preparer(settings, index_path) as preparer, _progress(in_bytes=False) as progress:
+            task = progress.add_task("prepare", total=len(candidates))
+            for path in candidates:
+                report = preparer.prepare_file(path, out)
+                total.merge(report.stats)
+                progress.advance(task)
+                state = "skipped (already done)" if report.skipped else f"{report.seconds:.1f} s"
+                console.print(f"{path.name}: {report.items:,} items, {state} -> {report.items_path}")
+    except UserError as error:
+        raise _fail(error) from None
+    console.print(render_funnel(total, f"De-duplication and perturbation over {len(candidates)} file(s)"))
+    console.print(f"Items in {out.resolve()}, index {index_path.resolve()}")
+
+
+def prepare_stats_total() -> PipelineStats:
+    from knowref60k.prepare import prepare_stats
+
+    return prepare_stats()
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""Extraction settings: defaults from the reference code, overridable by a TOML file and the environment."""
+"""Settings of every stage: defaults in code, overridable by a TOML file, the environment and options."""
 
 from __future__ import annotations
 
@@ -110,33 +110,68 @@ class ExtractConfig:
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class PrepareConfig:
+    """De-duplication and perturbation settings. Its hash names a prepare run's outputs."""
+
+    seed: int = 60_000
+    near_duplicate_threshold: float = 0.8
+    minhash_permutations: int = 128
+    shingle_words: int = 3
+    # A name borne by the other gender more than this share of the time is not drawn.
+    gender_ambiguity_share: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not 0 < self.near_duplicate_threshold <= 1:
+            raise UserError(
+                f"near_duplicate_threshold must be in (0, 1], not {self.near_duplicate_threshold}"
+            )
+        if self.shingle_words < 1 or self.minhash_permutations < 16:
+            raise UserError("shingle_words must be >= 1 and minhash_permutations >= 16")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(orjson.dumps(self.to_dict(), option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
 def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
     """Defaults, then the TOML file's `[extract]` table, then the environment, then explicit overrides."""
-    values: dict[str, Any] = {}
-    if path is not None:
-        values.update(_read_toml(path))
+    values = _read_toml(path, "extract") if path is not None else {}
     if os.environ.get(MODEL_ENV_VAR):
         values["model"] = os.environ[MODEL_ENV_VAR]
-    values.update({key: value for key, value in overrides.items() if value is not None})
-    known = {f.name: f for f in dataclasses.fields(ExtractConfig)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        where = f" in {path}" if path else ""
-        raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(known)}")
+    values = _checked(ExtractConfig, path, {**values, **overrides})
     for key in ("connectives", "blocking_pronouns"):
         if key in values:
             values[key] = tuple(str(item).lower() for item in values[key])
     return ExtractConfig(**values)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
+    """Defaults, then the TOML file's `[prepare]` table, then explicit overrides."""
+    values = _read_toml(path, "prepare") if path is not None else {}
+    return PrepareConfig(**_checked(PrepareConfig, path, {**values, **overrides}))
+
+
+def _checked(kind: type, path: Path | None, values: dict[str, Any]) -> dict[str, Any]:
+    values = {key: value for key, value in values.items() if value is not None}
+    known = [f.name for f in dataclasses.fields(kind)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        where = f" in {path}" if path else ""
+        raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(known)}")
+    return values
+
+
+def _read_toml(path: Path, section: str) -> dict[str, Any]:
     if not path.is_file():
         raise UserError(f"config file not found: {path}")
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{path}: not valid TOML: {error}") from None
-    table = document.get("extract", document)
+    table = document.get(section, {})
     if not isinstance(table, dict):
-        raise UserError(f"{path}: [extract] must be a table")
+        raise UserError(f"{path}: [{section}] must be a table")
     return dict(table)

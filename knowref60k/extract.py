@@ -25,7 +25,15 @@ from knowref60k.connectives import ConnectiveFilter
 from knowref60k.language import LanguageFilter
 from knowref60k.names import NameLexicon, known_first_names, known_surnames, popular_first_names
 from knowref60k.nlp import Pipeline, common_words, model_version, pronoun_pattern, resolve_model_name
-from knowref60k.output import CandidateWriter, atomic_path, write_json_atomic, write_quarantine
+from knowref60k.output import (
+    CANDIDATE_SCHEMA,
+    RowWriter,
+    atomic_path,
+    finished_marker,
+    source_identity,
+    write_json_atomic,
+    write_quarantine,
+)
 from knowref60k.readers import (
     LineChunk,
     check_input,
@@ -38,10 +46,27 @@ from knowref60k.readers import (
 from knowref60k.records import Comment, QuarantinedLine
 from knowref60k.shape import ShapeFilter
 from knowref60k.stats import PipelineStats
+from knowref60k.versioning import code_fingerprint
 
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+# The modules whose source decides what extraction outputs.
+CODE = (
+    "antecedents",
+    "cleaning",
+    "config",
+    "connectives",
+    "extract",
+    "language",
+    "names",
+    "nlp",
+    "output",
+    "readers",
+    "records",
+    "shape",
+    "stats",
+)
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
 POPULAR_NAME_PERCENT = 0.01
 # Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
@@ -252,14 +277,6 @@ def output_stem(path: Path) -> str:
     return stem.stem if stem.suffix.lower() in {".ndjson", ".jsonl", ".json", ".txt", ".text"} else name
 
 
-def code_fingerprint() -> str:
-    """Hash of the library's own source: a code change invalidates finished outputs."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(knowref60k.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 class Extractor:
     """Extraction over many files with one pool of worker processes (use as a context manager)."""
 
@@ -269,7 +286,7 @@ class Extractor:
         self.read_size = read_size
         self.model_name = resolve_model_name(config.model)
         self.fingerprint = "-".join(
-            (config.fingerprint(self.model_name, model_version(self.model_name)), code_fingerprint())
+            (config.fingerprint(self.model_name, model_version(self.model_name)), code_fingerprint(*CODE))
         )
         self._pool: ProcessPoolExecutor | None = None
         self._local: CandidateExtractor | None = None
@@ -295,12 +312,7 @@ class Extractor:
     def is_done(self, path: Path, out_dir: Path) -> dict[str, Any] | None:
         """The finished run's stats when this file was already extracted with this config and code."""
         candidates_path, quarantine_path, stats_path = self.outputs(path, out_dir)
-        if not (stats_path.exists() and candidates_path.exists() and quarantine_path.exists()):
-            return None
-        report: dict[str, Any] = orjson.loads(stats_path.read_bytes())
-        source_stat = path.stat()
-        same_source = report["source"] == {"size": source_stat.st_size, "mtime_ns": source_stat.st_mtime_ns}
-        return report if same_source and report["fingerprint"] == self.fingerprint else None
+        return finished_marker(stats_path, (candidates_path, quarantine_path), self.fingerprint, path)
 
     def extract_file(
         self,
@@ -336,7 +348,7 @@ class Extractor:
             quarantine_tmp.open("wb") as quarantine,
             open_input(path) as (raw, stream),
         ):
-            writer = CandidateWriter(candidates_tmp, metadata)
+            writer = RowWriter(candidates_tmp, CANDIDATE_SCHEMA, metadata)
             try:
                 chunks = iter_line_chunks(stream, source, self.read_size)
                 for result in self._results(source, input_format, chunks):
@@ -357,12 +369,11 @@ class Extractor:
     def _write_stats(
         self, path: Path, stats_path: Path, stats: PipelineStats, rows: int, seconds: float
     ) -> None:
-        source_stat = path.stat()
         write_json_atomic(
             stats_path,
             {
                 "source_file": path.name,
-                "source": {"size": source_stat.st_size, "mtime_ns": source_stat.st_mtime_ns},
+                "source": source_identity(path),
                 "fingerprint": self.fingerprint,
                 "model": self.model_name,
                 "model_version": model_version(self.model_name),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import csv
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -74,3 +75,44 @@ class NameLexicon:
     def is_common_word(self, text: str) -> bool:
         """Whether the word is also an ordinary English word ("Man", "Magic", "Boston")."""
         return text.lower() in self.common_words
+
+
+@dataclass(frozen=True)
+class NamePool:
+    """First names of one gender to draw from, with integer weights (frequency in 1/1000 percent), so
+    draws are exact and the same on every machine."""
+
+    gender: str
+    names: tuple[str, ...]
+    cumulative: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return self.cumulative[-1]
+
+    def at(self, ticket: int) -> str:
+        """The name whose weight interval holds `ticket` (0 <= ticket < total)."""
+        return self.names[bisect.bisect_right(self.cumulative, ticket % self.total)]
+
+
+@lru_cache(maxsize=8)
+def common_word_names(names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    return frozenset(row["name"] for row in _rows(names_dir / "common_word_names.tsv"))
+
+
+@lru_cache(maxsize=8)
+def perturbation_pool(gender: str, ambiguity_share: float, names_dir: Path = NAMES_DIR) -> NamePool:
+    """Census names of `gender`, minus names that are mostly common words and names borne by the other
+    gender more than `ambiguity_share` of the time."""
+    other = load_first_names("female" if gender == "male" else "male", names_dir)
+    excluded = common_word_names(names_dir)
+    names: list[str] = []
+    cumulative: list[int] = []
+    total = 0
+    for name, percent in load_first_names(gender, names_dir).items():
+        if name in excluded or other.get(name, 0.0) / (percent + other.get(name, 0.0)) > ambiguity_share:
+            continue
+        total += round(percent * 1000)
+        names.append(name)
+        cumulative.append(total)
+    return NamePool(gender, tuple(names), tuple(cumulative))

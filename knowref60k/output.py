@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +39,23 @@ CANDIDATE_SCHEMA = pa.schema(
         pa.field("pronoun_gender", pa.string(), nullable=False),
     ]
 )
+# An annotation-ready item: the candidate, then the perturbation. Offsets index `perturbed_sentence`.
+# Answers are stored by identity: name1 replaces antecedent1, name2 replaces antecedent2.
+ITEM_SCHEMA = pa.schema(
+    [
+        *CANDIDATE_SCHEMA,
+        pa.field("perturbed_sentence", pa.string(), nullable=False),
+        pa.field("name1", pa.string(), nullable=False),
+        pa.field("name1_start", pa.int32(), nullable=False),
+        pa.field("name1_end", pa.int32(), nullable=False),
+        pa.field("name2", pa.string(), nullable=False),
+        pa.field("name2_start", pa.int32(), nullable=False),
+        pa.field("name2_end", pa.int32(), nullable=False),
+        pa.field("perturbed_pronoun_start", pa.int32(), nullable=False),
+        pa.field("perturbed_pronoun_end", pa.int32(), nullable=False),
+        pa.field("perturbation_seed", pa.int64(), nullable=False),
+    ]
+)
 ROW_GROUP_SIZE = 50_000
 
 
@@ -58,6 +75,24 @@ def atomic_path(path: Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+def source_identity(path: Path) -> dict[str, int]:
+    """Size and modification time: what tells a finished marker that its input is unchanged."""
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def finished_marker(
+    marker: Path, outputs: Iterable[Path], fingerprint: str, source: Path
+) -> dict[str, Any] | None:
+    """A completion marker's content when it and every output exist, and the fingerprint and source match."""
+    if not marker.exists() or not all(path.exists() for path in outputs):
+        return None
+    report: dict[str, Any] = orjson.loads(marker.read_bytes())
+    if report.get("fingerprint") != fingerprint or report.get("source") != source_identity(source):
+        return None
+    return report
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     with atomic_path(path) as temporary:
         temporary.write_bytes(
@@ -65,13 +100,11 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
         )
 
 
-class CandidateWriter:
-    """Streams candidate rows to Parquet in fixed-size row groups, so bytes do not depend on chunking."""
+class RowWriter:
+    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking."""
 
-    def __init__(self, path: Path, metadata: dict[str, str]) -> None:
-        schema = CANDIDATE_SCHEMA.with_metadata(
-            {key.encode(): value.encode() for key, value in metadata.items()}
-        )
+    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, str]) -> None:
+        schema = schema.with_metadata({key.encode(): value.encode() for key, value in metadata.items()})
         self._writer = pq.ParquetWriter(path, schema, compression="zstd")
         self._schema = schema
         self._pending: list[dict[str, Any]] = []

@@ -75,4 +75,6 @@ UNITS = {
     "connective": "sentences",
     "antecedent": "sentences",
     "language": "sentences",
+    "dedup": "candidates",
+    "perturb": "items",
 }

@@ -1,4 +1,4 @@
-"""The Prefect flow, for real, on the original dumps and a slice of real comments."""
+"""The Prefect flows, for real, on the original dumps and a slice of real comments."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from flows.extract import extract_flow
+from flows.pipeline import pipeline_flow
 from knowref60k.connectives import ConnectiveFinder
 from knowref60k.extract import CandidateExtractor
-from knowref60k.output import CANDIDATE_SCHEMA
+from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from tests.conftest import shared_file
 
 pytestmark = pytest.mark.integration
 
 
-def check_row(row: dict[str, object], extractor: CandidateExtractor) -> None:
+def check_candidate(row: dict[str, object], extractor: CandidateExtractor) -> None:
     sentence = str(row["sentence"])
     for field in ("connective", "antecedent1", "antecedent2", "pronoun"):
         assert sentence[row[f"{field}_start"] : row[f"{field}_end"]] == row[field]  # type: ignore[misc]
@@ -28,7 +28,14 @@ def check_row(row: dict[str, object], extractor: CandidateExtractor) -> None:
     assert str(row["pronoun"]).lower() in {"he", "him", "his", "she", "her", "hers"}
 
 
-def test_flow_extracts_then_skips_finished_files(
+def check_item(item: dict[str, object]) -> None:
+    sentence = str(item["perturbed_sentence"])
+    for field in ("name1", "name2"):
+        assert sentence[item[f"{field}_start"] : item[f"{field}_end"]] == item[field]  # type: ignore[misc]
+    assert sentence[item["perturbed_pronoun_start"] : item["perturbed_pronoun_end"]] == item["pronoun"]  # type: ignore[misc]
+
+
+def test_pipeline_extracts_prepares_then_skips_finished_files(
     tmp_path: Path, reddit_slice: Path, extractor: CandidateExtractor
 ) -> None:
     dumps = [
@@ -37,14 +44,17 @@ def test_flow_extracts_then_skips_finished_files(
         reddit_slice,
     ]
     out = tmp_path / "out"
-    first = extract_flow([str(p) for p in dumps], str(out))
-    assert [f["skipped"] for f in first["files"]] == [False, False, False]
+    run = pipeline_flow([str(p) for p in dumps], str(out))
+    extracted, prepared = run["extract"], run["prepare"]
+    assert [f["skipped"] for f in extracted["files"]] == [False, False, False]
 
-    stats = {Path(f["source"]).name: orjson.loads(Path(f["stats_path"]).read_bytes()) for f in first["files"]}
+    stats = {
+        Path(f["source"]).name: orjson.loads(Path(f["stats_path"]).read_bytes()) for f in extracted["files"]
+    }
     assert stats["RC_2005-12.zst"]["stats"]["stages"]["read"]["in"] == 1075
     assert stats["RC_2006-01.zst"]["stats"]["stages"]["read"]["in"] == 3666
     rows = []
-    for report in first["files"]:
+    for report in extracted["files"]:
         table = pq.read_table(report["candidates_path"])
         assert table.schema.equals(CANDIDATE_SCHEMA, check_metadata=False)
         assert table.num_rows == report["candidates"]
@@ -52,16 +62,32 @@ def test_flow_extracts_then_skips_finished_files(
     assert len(rows) >= 3, "the slice of real comments should yield candidates"
     assert len({row["candidate_id"] for row in rows}) == len(rows)
     for row in rows:
-        check_row(row, extractor)
+        check_candidate(row, extractor)
 
-    outputs = {path: path.read_bytes() for path in out.iterdir() if path.name != "funnel.json"}
-    second = extract_flow([str(p) for p in dumps], str(out))
-    assert [f["skipped"] for f in second["files"]] == [True, True, True]
-    assert {path: path.read_bytes() for path in out.iterdir() if path.name != "funnel.json"} == outputs
-    assert second["stats"] == first["stats"]
+    dedup = prepared["stats"]["stages"]["dedup"]
+    assert dedup["in"] == len(rows) == dedup["out"] + sum(dedup["dropped"].values())
+    items = []
+    for report in prepared["files"]:
+        table = pq.read_table(report["items_path"])
+        assert table.schema.equals(ITEM_SCHEMA, check_metadata=False)
+        items += table.to_pylist()
+    assert len(items) == dedup["out"] > 0
+    for item in items:
+        check_item(item)
+
+    def snapshot() -> dict[Path, bytes]:
+        summaries = {"funnel.json", "prepare.json"}
+        return {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name not in summaries}
+
+    outputs = snapshot()
+    again = pipeline_flow([str(p) for p in dumps], str(out))
+    assert [f["skipped"] for f in again["extract"]["files"]] == [True, True, True]
+    assert [f["skipped"] for f in again["prepare"]["files"]] == [True, True, True]
+    assert snapshot() == outputs
+    assert again["extract"]["stats"] == extracted["stats"]
 
 
-def test_flow_reports_a_missing_input_clearly(tmp_path: Path) -> None:
-    from flows.extract import main
+def test_pipeline_reports_a_missing_input_clearly(tmp_path: Path) -> None:
+    from flows.pipeline import main
 
     assert main([str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "out")]) == 2

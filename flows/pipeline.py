@@ -1,0 +1,77 @@
+"""Prefect flow: extraction, then de-duplication and perturbation, of one or more dumps.
+
+    python -m flows.pipeline --out output/run ../shared/data/reddit/RC_2005-12.zst ...
+
+Layout under --out: candidates/ (extraction), items/ (annotation-ready items), dedup-index.sqlite
+(the de-duplication index, shared by every run that uses this folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.extract import extract_flow
+from flows.prepare import prepare_flow
+from knowref60k.cli import make_console, render_funnel
+from knowref60k.errors import UserError
+from knowref60k.stats import PipelineStats
+
+
+@flow(name="candidates-to-items")
+def pipeline_flow(
+    inputs: list[str],
+    out_dir: str,
+    config_path: str | None = None,
+    workers: int = 2,
+    input_format: str = "auto",
+) -> dict[str, Any]:
+    out = Path(out_dir)
+    extracted = extract_flow(inputs, str(out / "candidates"), config_path, workers, input_format)
+    candidates = [report["candidates_path"] for report in extracted["files"]]
+    prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), config_path)
+    return {"extract": extracted, "prepare": prepared}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Extract, de-duplicate and perturb dumps under Prefect.")
+    parser.add_argument("inputs", nargs="+", help="dump files")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--config", default=None, help="TOML config file")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--input-format", default="auto", choices=["auto", "ndjson", "text"])
+    args = parser.parse_args(argv)
+    console = make_console()
+    missing = [path for path in args.inputs if not Path(path).is_file()]
+    if missing:
+        console.print(f"[bold red]error:[/] input file(s) not found: {', '.join(missing)}")
+        return 2
+    try:
+        result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
+    except UserError as error:
+        console.print(f"[bold red]error:[/] {error}")
+        return 2
+    for extracted, prepared in zip(result["extract"]["files"], result["prepare"]["files"], strict=True):
+        state = "skipped (already done)" if extracted["skipped"] else "extracted"
+        console.print(
+            f"{Path(extracted['source']).name}: {extracted['candidates']:,} candidates ({state}), "
+            f"{prepared['items']:,} items"
+        )
+        console.print(
+            f"  candidates: {extracted['candidates_path']}  (quarantine: {extracted['quarantine_path']})"
+        )
+        console.print(f"  items:      {prepared['items_path']}")
+    funnel = PipelineStats.from_dict(result["extract"]["stats"])
+    funnel.merge(PipelineStats.from_dict(result["prepare"]["stats"]))
+    console.print(render_funnel(funnel, "Funnel"))
+    console.print(f"Funnel files: {result['extract']['funnel_path']}, {result['prepare']['summary_path']}")
+    console.print(f"De-duplication index: {result['prepare']['index']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
