@@ -47,8 +47,9 @@ test: setup lint ## Lint plus the whole test suite
 eval: setup ## Recall against the KnowRef (2019) reference sentences
 	$(VENV)/bin/knowref60k eval --out output/eval
 
-bench: setup ## Extraction speed and memory on RC_sample_1M.zst
+bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst
 	$(PY) benchmarks/bench_extract.py
+	$(PY) benchmarks/bench_prepare.py
 
 clean: ## Remove generated outputs (keeps .venv)
 	rm -rf output .prefect .pytest_cache .mypy_cache .ruff_cache

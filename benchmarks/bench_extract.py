@@ -5,7 +5,8 @@
 Baseline: plain zstd decompression + orjson parsing of every line of the same file (one core): the
 floor that any extraction must pay. Reported: comments/s of both, their ratio, peak memory of the
 whole process tree (sampled from /proc), the same for a 100k-line prefix (memory must not grow with
-input size), and the funnel. Results go to output/bench/bench.json.
+input size), and the funnel. Results go to output/bench/bench.json, the candidates of the whole file
+to output/bench/candidates/ (benchmarks/bench_prepare.py reads them).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import shutil
 import sys
 import tempfile
 import threading
@@ -174,7 +176,9 @@ def main() -> int:
         console.print(f"extraction of a {args.small_lines:,}-line prefix with {args.workers} workers ...")
         small = extract(prefix, work / "small", args.workers)
         console.print(f"extraction of {args.input.name} with {args.workers} workers ...")
-        full = extract(args.input, work / "full", args.workers)
+        candidates_dir = args.out / "candidates"
+        shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
+        full = extract(args.input, candidates_dir, args.workers)
         if args.profile:
             profile(prefix, work / "profile")
     results = {

@@ -1,0 +1,92 @@
+"""Throughput of de-duplication + perturbation, and the share of candidates removed as duplicates.
+
+    .venv/bin/python benchmarks/bench_prepare.py
+
+Inputs: the candidates `make bench` extracted from RC_sample_1M.zst (output/bench/candidates/), and,
+for a larger sample of real candidates, those extracted from the 5,220 KnowRef (2019) sentences.
+Each runs against a fresh de-duplication index. Results go to output/bench/prepare.json.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from knowref60k.cli import make_console
+from knowref60k.config import ExtractConfig, PrepareConfig
+from knowref60k.evaluation import load_reference
+from knowref60k.extract import CandidateExtractor
+from knowref60k.nlp import resolve_model_name
+from knowref60k.output import CANDIDATE_SCHEMA
+from knowref60k.prepare import Preparer
+from knowref60k.readers import LineChunk
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "output" / "bench"
+KNOWREF = REPO.parent / "shared" / "data" / "knowref2019" / "knowref2019_reddit_items.json"
+console = make_console()
+
+
+def knowref_candidates(target: Path) -> Path:
+    """Candidates extracted (with the default config) from the reference sentences, one per line."""
+    items = load_reference(KNOWREF)
+    config = ExtractConfig()
+    extractor = CandidateExtractor(config, resolve_model_name(config.model))
+    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
+    rows = extractor.process("knowref2019.txt", "text", LineChunk(1, data)).rows
+    pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), target)
+    return target
+
+
+def measure(candidates: Path, work: Path) -> dict[str, object]:
+    with Preparer(PrepareConfig(), work / "index.sqlite") as preparer:
+        started = time.perf_counter()
+        report = preparer.prepare_file(candidates, work)
+        seconds = time.perf_counter() - started
+    dedup = report.stats["dedup"]
+    return {
+        "file": candidates.name,
+        "candidates": dedup.total,
+        "items": report.items,
+        "seconds": round(seconds, 3),
+        "items_per_second": round(dedup.total / seconds),
+        "exact_duplicates": dedup.dropped["exact_duplicate"],
+        "near_duplicates": dedup.dropped["near_duplicate"],
+        "exact_share": round(dedup.dropped["exact_duplicate"] / max(dedup.total, 1), 4),
+        "near_share": round(dedup.dropped["near_duplicate"] / max(dedup.total, 1), 4),
+    }
+
+
+def main() -> int:
+    sample = BENCH / "candidates" / "RC_sample_1M.candidates.parquet"
+    if not sample.is_file():
+        console.print(f"[red]missing {sample}[/]: run benchmarks/bench_extract.py (make bench) first")
+        return 2
+    if not KNOWREF.is_file():
+        console.print(f"[red]missing {KNOWREF}[/] (expected ../shared beside the repo)")
+        return 2
+    results = []
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        results.append(measure(sample, work / "sample"))
+        results.append(measure(knowref_candidates(work / "knowref2019.candidates.parquet"), work / "knowref"))
+    for result in results:
+        console.print(
+            f"prepare {result['file']}: {result['candidates']:,} candidates -> {result['items']:,} items in "
+            f"{result['seconds']} s = {result['items_per_second']:,} candidates/s; exact duplicates "
+            f"{result['exact_duplicates']} ({result['exact_share']:.1%}), near duplicates "
+            f"{result['near_duplicates']} ({result['near_share']:.1%})"
+        )
+    (BENCH / "prepare.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    console.print(f"Results in {(BENCH / 'prepare.json').resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
