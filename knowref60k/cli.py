@@ -24,6 +24,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from annotation.cli import annotate_app
 from knowref60k.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
 from knowref60k.errors import UserError
 from knowref60k.stats import PipelineStats
@@ -43,6 +44,7 @@ def make_console(stderr: bool = False) -> Console:
 
 
 console = make_console(stderr=True)
+app.add_typer(annotate_app, name="annotate")
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with an [extract] table.")]
 ModelOption = Annotated[

@@ -1,0 +1,1 @@
+"""Everything Label Studio: labelling config, guidelines, server launcher and client."""

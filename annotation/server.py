@@ -1,0 +1,152 @@
+"""Start and stop a local Label Studio server (its own virtual environment, loopback only, SQLite).
+
+python -m annotation.server start|stop|status
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotation.settings import REPO, STATE_DIR, Settings, load_settings
+
+LABEL_STUDIO = Path(
+    os.environ.get("KNOWREF60K_LABELSTUDIO_BIN", REPO / ".venv-labelstudio" / "bin" / "label-studio")
+)
+# First start on a fresh SQLite database runs migrations (about two minutes measured here).
+START_TIMEOUT = 600.0
+# Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
+LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
+
+
+@dataclass(frozen=True)
+class Server:
+    """A Label Studio instance: its URL, credentials and the folder holding its data, pid and log."""
+
+    settings: Settings
+    state_dir: Path = STATE_DIR
+
+    @property
+    def pid_file(self) -> Path:
+        return self.state_dir / f"server-{self.settings.port}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.state_dir / f"server-{self.settings.port}.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.state_dir / "data"
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.settings.url}/health", timeout=3) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text())
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
+            return None
+        return pid
+
+    def environment(self) -> dict[str, str]:
+        env = {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
+        env.update(
+            LABEL_STUDIO_BASE_DATA_DIR=str(self.data_dir),
+            LABEL_STUDIO_USERNAME=self.settings.username,
+            LABEL_STUDIO_PASSWORD=self.settings.password,
+            LABEL_STUDIO_USER_TOKEN=self.settings.api_key,
+            # The admin token above is a "legacy" token: refused unless enabled on the first start.
+            LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
+            COLLECT_ANALYTICS="false",
+            SENTRY_DSN="",
+            FRONTEND_SENTRY_DSN="",
+            LATEST_VERSION_CHECK="false",
+        )
+        return env
+
+    def start(self, timeout: float = START_TIMEOUT) -> str:
+        """Start (or find running) and wait until /health answers; returns a line saying which."""
+        if self.healthy():
+            return f"Label Studio already running at {self.settings.url}"
+        if not LABEL_STUDIO.exists():
+            raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        command = [
+            str(LABEL_STUDIO),
+            "start",
+            "--internal-host",
+            "127.0.0.1",
+            "--port",
+            str(self.settings.port),
+            "--no-browser",
+        ]
+        with self.log_file.open("ab") as log:
+            process = subprocess.Popen(
+                command,
+                env=self.environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.state_dir,
+            )
+        self.pid_file.write_text(str(process.pid))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.healthy():
+                return f"Label Studio started at {self.settings.url} (log: {self.log_file})"
+            if process.poll() is not None:
+                raise RuntimeError(f"Label Studio exited with code {process.returncode}; see {self.log_file}")
+            time.sleep(1)
+        self.stop()
+        raise RuntimeError(f"Label Studio did not answer within {timeout:.0f} s; see {self.log_file}")
+
+    def stop(self, timeout: float = 30.0) -> str:
+        pid = self.pid()
+        if pid is None:
+            return "Label Studio is not running (no live pid file)"
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.pid() is not None:
+            time.sleep(0.5)
+        if self.pid() is not None:
+            os.killpg(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+        return f"Label Studio (pid {pid}) stopped"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Local Label Studio server.")
+    parser.add_argument("action", choices=["start", "stop", "status"])
+    args = parser.parse_args(argv)
+    server = Server(load_settings(create=args.action == "start"))
+    try:
+        if args.action == "start":
+            print(server.start())
+            print(f"Open {server.settings.url} and log in as {server.settings.username} (password in .env)")
+        elif args.action == "stop":
+            print(server.stop())
+        else:
+            print(f"{server.settings.url}: {'up' if server.healthy() else 'down'}")
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

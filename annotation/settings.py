@@ -1,0 +1,82 @@
+"""Where the local Label Studio lives and how to log in: from the environment, else a `.env` file.
+
+`.env` (git-ignored, mode 600) is written on first use with a random admin password and API token,
+so nothing secret is ever committed and a second start reuses the same credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ENV_FILE = Path(os.environ.get("KNOWREF60K_ENV_FILE", REPO / ".env"))
+STATE_DIR = Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR", REPO / ".labelstudio"))
+DEFAULT_PORT = 8080
+DEFAULT_PROJECT = "KnowRef-60K pronoun resolution"
+KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
+
+
+@dataclass(frozen=True)
+class Settings:
+    url: str
+    username: str
+    password: str
+    api_key: str
+    project: str = DEFAULT_PROJECT
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1].split("/")[0])
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and not key.strip().startswith("#"):
+                values[key.strip()] = value.strip().strip('"').strip("'")
+    return values
+
+
+def write_default_env_file(path: Path) -> dict[str, str]:
+    values = {
+        "LABEL_STUDIO_URL": f"http://127.0.0.1:{DEFAULT_PORT}",
+        "LABEL_STUDIO_USERNAME": "admin@knowref60k.local",
+        "LABEL_STUDIO_PASSWORD": secrets.token_urlsafe(18),
+        "LABEL_STUDIO_API_KEY": secrets.token_hex(20),
+    }
+    path.write_text(
+        "# Local Label Studio credentials, made by knowref60k. Never commit this file.\n"
+        + "".join(f"{key}={value}\n" for key, value in values.items()),
+        encoding="utf-8",
+    )
+    path.chmod(0o600)
+    return values
+
+
+def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
+    """Environment first, then `.env`; with `create`, a missing `.env` is written with fresh secrets."""
+    values = read_env_file(env_file)
+    if not values and create:
+        values = write_default_env_file(env_file)
+    values.update({key: os.environ[key] for key in KEYS if os.environ.get(key)})
+    values.setdefault("LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
+    missing = [key for key in KEYS if not values.get(key)]
+    if missing:
+        from knowref60k.errors import UserError
+
+        raise UserError(
+            f"Label Studio settings missing: {', '.join(missing)}. "
+            f"Run `make labelstudio` (it writes {env_file}) or set them in the environment."
+        )
+    return Settings(
+        url=values["LABEL_STUDIO_URL"].rstrip("/"),
+        username=values["LABEL_STUDIO_USERNAME"],
+        password=values["LABEL_STUDIO_PASSWORD"],
+        api_key=values["LABEL_STUDIO_API_KEY"],
+        project=os.environ.get("KNOWREF60K_PROJECT", DEFAULT_PROJECT),
+    )

@@ -1,0 +1,105 @@
+"""Votes from a Label Studio export: one per (item, annotator), mapped back to antecedent identities."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from annotation.tasks import IDENTITIES
+
+VOTE_SCHEMA = pa.schema(
+    [
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("task_id", pa.int64(), nullable=False),
+        pa.field("annotation_id", pa.int64(), nullable=False),
+        pa.field("annotator_id", pa.int64(), nullable=False),
+        pa.field("choice", pa.string(), nullable=False),
+        pa.field("created_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("updated_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("lead_time", pa.float64()),
+        pa.field("simulated", pa.bool_(), nullable=False),
+    ]
+)
+
+
+@dataclass
+class VoteCounts:
+    annotations: int = 0
+    votes: int = 0
+    duplicate_annotations: int = 0
+    skipped: int = 0
+    without_choice: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "annotations": self.annotations,
+            "votes": self.votes,
+            "duplicate_annotations": self.duplicate_annotations,
+            "skipped": self.skipped,
+            "without_choice": self.without_choice,
+        }
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def choice_of(annotation: Mapping[str, Any], answer_identity: Mapping[str, str]) -> str | None:
+    """antecedent1, antecedent2 or neither; None when the result holds no known choice."""
+    for region in annotation.get("result") or []:
+        chosen = (region.get("value") or {}).get("choices") or []
+        if region.get("type") == "choices" and len(chosen) == 1:
+            label = chosen[0]
+            identity = answer_identity.get(label, label)
+            return identity if identity in IDENTITIES else None
+    return None
+
+
+def votes_from_export(
+    tasks: Iterable[Mapping[str, Any]], simulated_users: frozenset[int]
+) -> tuple[list[dict[str, Any]], VoteCounts]:
+    """Every task's latest annotation per annotator. Skipped annotations (Label Studio's
+    `was_cancelled`), annotations without a choice, and earlier repeats by the same person are
+    counted, not voted."""
+    counts = VoteCounts()
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    for task in tasks:
+        data = task["data"]
+        for annotation in task.get("annotations") or []:
+            counts.annotations += 1
+            if annotation.get("was_cancelled"):  # the annotator pressed Skip
+                counts.skipped += 1
+                continue
+            choice = choice_of(annotation, data.get("answer_identity", {}))
+            if choice is None:
+                counts.without_choice += 1
+                continue
+            annotator = annotation["completed_by"]
+            annotator = annotator["id"] if isinstance(annotator, dict) else int(annotator)
+            vote = {
+                "item_id": data["item_id"],
+                "task_id": int(task["id"]),
+                "annotation_id": int(annotation["id"]),
+                "annotator_id": annotator,
+                "choice": choice,
+                "created_at": _time(annotation["created_at"]),
+                "updated_at": _time(annotation["updated_at"]),
+                "lead_time": annotation.get("lead_time"),
+                "simulated": annotator in simulated_users,
+            }
+            key = (vote["item_id"], annotator)
+            if key in latest:
+                counts.duplicate_annotations += 1
+                if (vote["updated_at"], vote["annotation_id"]) < (
+                    latest[key]["updated_at"],
+                    latest[key]["annotation_id"],
+                ):
+                    continue
+            latest[key] = vote
+    votes = sorted(latest.values(), key=lambda v: (v["item_id"], v["annotator_id"]))
+    counts.votes = len(votes)
+    return votes, counts
