@@ -10,7 +10,9 @@ export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export PREFECT_LOGGING_LEVEL ?= WARNING
 
-.PHONY: help setup model run test lint unit eval bench clean
+LS_VENV ?= .venv-labelstudio
+
+.PHONY: help setup model run test lint unit eval bench clean labelstudio labelstudio-stop
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,7 +27,19 @@ $(VENV)/.model: $(VENV)/.installed
 	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models
 	@touch $@
 
+# Label Studio's server pins packages Prefect cannot live with (field notes, section 3): its own venv.
+$(LS_VENV)/.installed: requirements-labelstudio.lock
+	@test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-labelstudio.lock
+	@touch $@
+
 setup: $(VENV)/.model ## Create .venv with pinned dependencies and a spaCy pipeline
+
+labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio on 127.0.0.1 (data in .labelstudio/, logins in .env)
+	@$(PY) -m annotation.server start
+
+labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started
+	@$(PY) -m annotation.server stop
 
 model: ## (Re)install the spaCy pipeline (from ../shared/models, else en_core_web_sm)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
@@ -41,7 +55,7 @@ lint: setup ## ruff check, ruff format --check, mypy
 unit: setup ## Only the fast unit tests
 	$(VENV)/bin/pytest -q -m "not integration"
 
-test: setup lint ## Lint plus the whole test suite
+test: setup $(LS_VENV)/.installed lint ## Lint plus the whole test suite
 	$(VENV)/bin/pytest -q
 
 eval: setup ## Recall against the KnowRef (2019) reference sentences

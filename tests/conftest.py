@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from annotation.settings import Settings
 from knowref60k.config import ExtractConfig
 from knowref60k.extract import CandidateExtractor
 from knowref60k.nlp import resolve_model_name
@@ -41,3 +43,35 @@ def reddit_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("slice") / "RC_sample_slice.zst"
     assert write_line_range(source, target, 600_000, 30_000) == 30_000
     return target
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """A real Label Studio server on a free loopback port, with its own data, stopped afterwards."""
+    import secrets
+
+    from annotation.server import LABEL_STUDIO, Server
+
+    if not LABEL_STUDIO.exists():
+        pytest.skip(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
+    settings = Settings(
+        url=f"http://127.0.0.1:{free_port()}",
+        username="admin@knowref60k.test",
+        password=secrets.token_urlsafe(12),
+        api_key=secrets.token_hex(20),
+        project="knowref60k test",
+    )
+    server = Server(settings, tmp_path_factory.mktemp("labelstudio"))
+    server.start()
+    try:
+        yield settings
+    finally:
+        server.stop()

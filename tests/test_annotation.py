@@ -1,0 +1,212 @@
+"""Five-way labelling against a real Label Studio server started by the test suite."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+from annotation.cli import simulated_truth
+from annotation.client import LabelStudioClient, _simulated_choice
+from annotation.settings import Settings
+from annotation.tasks import NEITHER, sentence_html, task_for
+from annotation.votes import votes_from_export
+from knowref60k.errors import UserError
+
+NAMES = [("Paul", "Mary"), ("Susan", "Linda"), ("James", "Robert"), ("Karen", "Betty")]
+
+
+def item(number: int) -> dict[str, Any]:
+    name1, name2 = NAMES[number % len(NAMES)]
+    pronoun = "he" if number % 2 == 0 and name1 in ("Paul", "James") else "she"
+    sentence = f"{name1} called {name2} on day {number} because {pronoun} was bored."
+    start = sentence.index(f" {pronoun} ") + 1
+    return {
+        "candidate_id": f"item-{number:05d}",
+        "source_file": "RC_2099-01.zst",
+        "perturbed_sentence": sentence,
+        "name1": name1,
+        "name2": name2,
+        "perturbed_pronoun_start": start,
+        "perturbed_pronoun_end": start + len(pronoun),
+    }
+
+
+def test_task_shows_the_sentence_highlighted_and_shuffles_names_by_identity() -> None:
+    shown_first = set()
+    for number in range(40):
+        data = task_for(item(number), seed=7)["data"]
+        assert data["options"][-1] == {"value": NEITHER}
+        identity = data["answer_identity"]
+        assert (
+            identity[item(number)["name1"]] == "antecedent1"
+            and identity[item(number)["name2"]] == "antecedent2"
+        )
+        shown_first.add(data["options"][0]["value"] == item(number)["name1"])
+        assert data == task_for(item(number), seed=7)["data"]
+    assert shown_first == {True, False}
+    sentence = "A<b> & Paul called Mary because she left."
+    start = sentence.index("she")
+    html = sentence_html(
+        {
+            **item(1),
+            "perturbed_sentence": sentence,
+            "perturbed_pronoun_start": start,
+            "perturbed_pronoun_end": start + 3,
+        }
+    )
+    assert '<span class="knowref-pronoun">she</span>' in html and "A&lt;b&gt; &amp;" in html
+
+
+def annotation(
+    annotator: int, label: str, when: str, cancelled: bool = False, number: int = 1
+) -> dict[str, Any]:
+    return {
+        "id": number,
+        "completed_by": annotator,
+        "was_cancelled": cancelled,
+        "lead_time": 3.5,
+        "created_at": when,
+        "updated_at": when,
+        "result": [] if cancelled else [{"type": "choices", "value": {"choices": [label]}}],
+    }
+
+
+def test_votes_keep_the_latest_per_person_and_count_skips() -> None:
+    data = task_for(item(3), seed=0)["data"]
+    task = {
+        "id": 9,
+        "data": data,
+        "annotations": [
+            annotation(1, "Karen", "2026-01-01T10:00:00Z", number=1),
+            annotation(1, "Betty", "2026-01-01T11:00:00Z", number=2),
+            annotation(2, NEITHER, "2026-01-01T10:00:00Z", number=3),
+            annotation(3, "", "2026-01-01T10:00:00Z", cancelled=True, number=4),
+        ],
+    }
+    votes, counts = votes_from_export([task], frozenset({2}))
+    assert [(v["annotator_id"], v["choice"], v["simulated"]) for v in votes] == [
+        (1, "antecedent2", False),
+        (2, "neither", True),
+    ]
+    assert (counts.annotations, counts.duplicate_annotations, counts.skipped, counts.votes) == (4, 1, 1, 2)
+
+
+@pytest.fixture
+def project_settings(label_studio: Settings, request: pytest.FixtureRequest) -> Settings:
+    """A project of its own for each test, on the shared server."""
+    return dataclasses.replace(label_studio, project=f"test {request.node.name}"[:50])
+
+
+@pytest.mark.integration
+def test_project_is_created_once_with_five_annotators_per_task(project_settings: Settings) -> None:
+    with LabelStudioClient(project_settings) as client:
+        first = client.ensure_project()
+        assert client.ensure_project() == first
+        project = client.sdk.projects.get(id=first)
+        assert project.maximum_annotations == 5
+        assert "Who does the highlighted word refer to?" in (project.expert_instruction or "")
+        assert project.show_instruction
+
+
+@pytest.mark.integration
+def test_push_200_items_twice_and_resume_after_an_interruption(project_settings: Settings) -> None:
+    items = [item(n) for n in range(200)]
+    with LabelStudioClient(project_settings) as client:
+        partial = client.push(items[:80], seed=0, batch_size=50)  # a push that stopped after 80 items
+        assert (partial.pushed, partial.tasks_in_project) == (80, 80)
+        resumed = client.push(items, seed=0, batch_size=50)
+        assert (resumed.pushed, resumed.already_there, resumed.tasks_in_project) == (120, 80, 200)
+        again = client.push(items, seed=0)
+        assert (again.pushed, again.tasks_in_project) == (0, 200)
+        exported = client.export(client.existing_project())
+        assert sorted(task["data"]["item_id"] for task in exported) == [i["candidate_id"] for i in items]
+
+
+def log_in(settings: Settings, email: str, password: str) -> httpx.Client:
+    session = httpx.Client(base_url=settings.url, timeout=60)
+    session.get("/user/login/")
+    response = session.post(
+        "/user/login/",
+        data={"email": email, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]},
+        headers={"Referer": f"{settings.url}/user/login/"},
+    )
+    assert response.status_code == 302, response.text[:300]
+    return session
+
+
+@pytest.mark.integration
+def test_simulated_annotators_repeated_annotation_and_collect(
+    project_settings: Settings, tmp_path: Path
+) -> None:
+    items = [item(n) for n in range(12)]
+    with LabelStudioClient(project_settings) as client:
+        client.push(items, seed=0)
+        truth = simulated_truth(3)
+        assert client.simulate(5, 0.8, 3, truth) == 60
+        assert client.simulate(5, 0.8, 3, truth) == 0  # nothing left to do for the same five
+        votes_path, report = client.collect(tmp_path)
+        assert (report["votes"], report["new_votes"], report["simulated_votes"]) == (60, 60, 60)
+
+        # a real account signs up, logs in, labels one task twice through the web API
+        human = client.create_annotators(1)[0]
+        session = log_in(project_settings, human.email, human.password)
+        whoami = session.get("/api/current-user/whoami").json()
+        assert whoami["email"] == human.email
+        task = next(
+            t for t in client.export(client.existing_project()) if t["data"]["item_id"] == "item-00000"
+        )
+        labels = list(task["data"]["answer_identity"])
+        headers = {"X-CSRFToken": session.cookies["csrftoken"], "Referer": project_settings.url}
+        for label in (labels[0], labels[1]):
+            result = [
+                {
+                    "from_name": "referent",
+                    "to_name": "sentence",
+                    "type": "choices",
+                    "value": {"choices": [label]},
+                }
+            ]
+            response = session.post(
+                f"/api/tasks/{task['id']}/annotations", json={"result": result}, headers=headers
+            )
+            assert response.status_code == 201, response.text[:300]
+        _, second = client.collect(tmp_path)
+
+    assert (second["votes"], second["new_votes"], second["duplicate_annotations"]) == (61, 1, 1)
+    votes = pq.read_table(votes_path).to_pylist()
+    human_votes = [v for v in votes if v["annotator_id"] == human.user_id]
+    assert len(human_votes) == 1 and not human_votes[0]["simulated"]
+    assert human_votes[0]["choice"] == task["data"]["answer_identity"][labels[1]]
+    for vote in votes:
+        if vote["simulated"]:
+            assert vote["choice"] == _simulated_choice(vote["item_id"], vote["annotator_id"], 0.8, 3, truth)
+    assert {v["item_id"] for v in votes} == {i["candidate_id"] for i in items}
+    assert all(v["updated_at"] >= v["created_at"] for v in votes)
+    assert {v["lead_time"] for v in votes if v["simulated"]} == {5.0}
+
+
+@pytest.mark.integration
+def test_server_trouble_is_a_clear_error(project_settings: Settings, tmp_path: Path) -> None:
+    with (
+        LabelStudioClient(dataclasses.replace(project_settings, api_key="0" * 40)) as client,
+        pytest.raises(UserError, match="refused the API token"),
+    ):
+        client.ensure_project()
+    with (
+        LabelStudioClient(dataclasses.replace(project_settings, project="never pushed")) as client,
+        pytest.raises(UserError, match=r"not found .*deleted"),
+    ):
+        client.collect(tmp_path)
+    down = dataclasses.replace(project_settings, url="http://127.0.0.1:9")
+    with (
+        LabelStudioClient(down) as client,
+        pytest.raises(UserError, match=re.escape("not reachable at http://127.0.0.1:9")),
+    ):
+        client.push([item(1)], seed=0)
+    assert not (tmp_path / "votes.parquet").exists()
