@@ -12,7 +12,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 
 LS_VENV ?= .venv-labelstudio
 
-.PHONY: help setup model run test lint unit eval bench clean labelstudio labelstudio-stop
+.PHONY: help setup model run test lint unit eval bench clean labelstudio labelstudio-stop chromium
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -55,7 +55,12 @@ lint: setup ## ruff check, ruff format --check, mypy
 unit: setup ## Only the fast unit tests
 	$(VENV)/bin/pytest -q -m "not integration"
 
-test: setup $(LS_VENV)/.installed lint ## Lint plus the whole test suite
+chromium: ## Debian's Chromium for the browser test (installed with apt-get when missing and root)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		echo "chromium could not be installed: the browser test will be skipped"
+
+test: setup $(LS_VENV)/.installed chromium lint ## Lint plus the whole test suite
 	$(VENV)/bin/pytest -q
 
 eval: setup ## Recall against the KnowRef (2019) reference sentences
