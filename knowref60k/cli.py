@@ -176,6 +176,60 @@ def prepare_stats_total() -> PipelineStats:
 
 
 @app.command()
+def release(
+    version: Annotated[str, typer.Option("--version", help="Release version, e.g. 2026.11 or v1.0.0.")],
+    run: Annotated[Path, typer.Option(help="Pipeline folder with candidates/ and items/.")] = Path(
+        "output/run"
+    ),
+    votes: Annotated[Path, typer.Option(help="votes.parquet from `annotate collect`.")] = Path(
+        "output/annotation/votes.parquet"
+    ),
+    out: Annotated[Path, typer.Option(help="Folder of releases.")] = Path("data/releases"),
+    keep_at_least: Annotated[int, typer.Option(help="Votes that must agree to keep an item.")] = 4,
+    votes_per_item: Annotated[int, typer.Option(help="Distinct votes an item needs.")] = 5,
+) -> None:
+    """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
+    from knowref60k.agreement import AgreementRule
+    from knowref60k.release import ReleaseConfig, build_release
+
+    try:
+        config = ReleaseConfig(rule=AgreementRule(votes_per_item=votes_per_item, keep_at_least=keep_at_least))
+        made = build_release(run, votes, version, out, config)
+    except UserError as error:
+        raise _fail(error) from None
+    if made.simulated:
+        console.print("[bold yellow]WARNING: this release contains SIMULATED votes[/]")
+    console.print(
+        f"Release {version}: {', '.join(f'{k} {v:,}' for k, v in made.splits.items())} -> {made.path}"
+    )
+    _print_agreement(made.report.summary())
+
+
+def _print_agreement(summary: dict[str, Any]) -> None:
+    console.print(
+        f"items: {summary['items']}; Fleiss' kappa {summary['fleiss_kappa']}; neither votes "
+        f"{summary['neither_share']:.1%}; labels {summary['label_balance']}; flagged annotators "
+        f"{len(summary['flagged_annotators'])} of {len(summary['annotators'])}"
+    )
+
+
+@app.command()
+def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> None:
+    """Summarise a release: splits, agreement, files."""
+    manifest_path = path / "manifest.json"
+    if not manifest_path.is_file():
+        raise _fail(UserError(f"{path}: no manifest.json (is this a release folder?)"))
+    manifest = orjson.loads(manifest_path.read_bytes())
+    if "warning" in manifest:
+        console.print(f"[bold yellow]{manifest['warning']}[/]")
+    console.print(f"{manifest['name']} {manifest['version']} (created {manifest['created']})")
+    console.print(f"splits: {manifest['splits']}")
+    _print_agreement(manifest["agreement"])
+    for entry in manifest["files"]:
+        console.print(f"  {entry['path']}: {entry['rows']} rows, sha256 {entry['sha256'][:16]}...")
+
+
+@app.command()
 def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder.")]) -> None:
     """Print the merged funnel of every stats file in an output folder."""
     from knowref60k.extract import merge_stats

@@ -29,6 +29,7 @@ from knowref60k.output import (
     CANDIDATE_SCHEMA,
     RowWriter,
     atomic_path,
+    file_sha256,
     finished_marker,
     source_identity,
     write_json_atomic,
@@ -374,6 +375,7 @@ class Extractor:
             {
                 "source_file": path.name,
                 "source": source_identity(path),
+                "source_sha256": file_sha256(path),
                 "fingerprint": self.fingerprint,
                 "model": self.model_name,
                 "model_version": model_version(self.model_name),

@@ -1,0 +1,61 @@
+"""Prefect flow: collect the votes, then cut a release.
+
+python -m flows.release --version 2026.11 [--run output/run] [--votes-dir output/annotation]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+
+from flows.annotate import collect_votes
+from knowref60k.cli import make_console
+from knowref60k.errors import UserError
+from knowref60k.release import build_release
+
+
+@task
+def cut_release(run_dir: str, votes_path: str, version: str, releases_dir: str) -> dict[str, Any]:
+    made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir))
+    return {
+        "path": str(made.path),
+        "splits": made.splits,
+        "simulated": made.simulated,
+        "agreement": made.report.summary(),
+    }
+
+
+@flow(name="release")
+def release_flow(
+    version: str,
+    run_dir: str = "output/run",
+    votes_dir: str = "output/annotation",
+    releases_dir: str = "data/releases",
+) -> dict[str, Any]:
+    collected = collect_votes(votes_dir)
+    return cut_release(run_dir, collected["votes_path"], version, releases_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Collect votes and cut a release under Prefect.")
+    parser.add_argument("--version", required=True)
+    parser.add_argument("--run", default="output/run")
+    parser.add_argument("--votes-dir", default="output/annotation")
+    parser.add_argument("--out", default="data/releases")
+    args = parser.parse_args(argv)
+    console = make_console()
+    try:
+        made = release_flow(args.version, args.run, args.votes_dir, args.out)
+    except UserError as error:
+        console.print(f"[bold red]error:[/] {error}")
+        return 2
+    console.print(f"release {args.version}: {made['splits']} -> {made['path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
