@@ -252,3 +252,27 @@ def test_missing_inputs_are_clear_errors(tmp_path: Path) -> None:
         build_release(tmp_path, tmp_path / "votes.parquet", "v1", tmp_path / "releases")
     with pytest.raises(UserError, match=r"no manifest\.json"):
         knowref60k.load_release(tmp_path, "test")
+
+
+def test_release_and_stats_commands(pipeline_run: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli import app
+
+    runner = CliRunner()
+    args = [
+        "release",
+        "--version",
+        "v3",
+        "--run",
+        str(pipeline_run),
+        "--votes",
+        str(pipeline_run / "votes.parquet"),
+    ]
+    made = runner.invoke(app, [*args, "--out", str(tmp_path)])
+    assert made.exit_code == 0, made.output
+    assert "SIMULATED" in made.output and "Fleiss' kappa" in made.output
+    again = runner.invoke(app, [*args, "--out", str(tmp_path)])
+    assert again.exit_code == 2 and "never overwritten" in again.output
+    summary = runner.invoke(app, ["stats", str(tmp_path / "v3")])
+    assert summary.exit_code == 0 and "knowref60k v3" in summary.output and "sha256" in summary.output
