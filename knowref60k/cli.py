@@ -187,13 +187,20 @@ def release(
     out: Annotated[Path, typer.Option(help="Folder of releases.")] = Path("data/releases"),
     keep_at_least: Annotated[int, typer.Option(help="Votes that must agree to keep an item.")] = 4,
     votes_per_item: Annotated[int, typer.Option(help="Distinct votes an item needs.")] = 5,
+    split_proportions: Annotated[str, typer.Option(help="train,validation,test shares.")] = "0.8,0.1,0.1",
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.agreement import AgreementRule
     from knowref60k.release import ReleaseConfig, build_release
+    from knowref60k.splits import SPLITS
 
     try:
-        config = ReleaseConfig(rule=AgreementRule(votes_per_item=votes_per_item, keep_at_least=keep_at_least))
+        try:
+            shares = dict(zip(SPLITS, (float(x) for x in split_proportions.split(",")), strict=False))
+        except ValueError:
+            raise UserError(f"--split-proportions takes three numbers, not {split_proportions!r}") from None
+        rule = AgreementRule(votes_per_item=votes_per_item, keep_at_least=keep_at_least)
+        config = ReleaseConfig(rule=rule, proportions=shares)
         made = build_release(run, votes, version, out, config)
     except UserError as error:
         raise _fail(error) from None
