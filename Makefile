@@ -44,8 +44,8 @@ labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started
 model: ## (Re)install the spaCy pipeline (from ../shared/models, else en_core_web_sm)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
 
-run: setup ## Extract and prepare items from the two original dumps (or INPUTS=...) under Prefect
-	$(PY) -m flows.pipeline --out $(OUT) $(INPUTS)
+run: setup $(LS_VENV)/.installed ## Extract, prepare and push the two original dumps (or INPUTS=...) into Label Studio
+	$(PY) -m flows.pipeline --out $(OUT) --label-studio $(INPUTS)
 
 lint: setup ## ruff check, ruff format --check, mypy
 	$(VENV)/bin/ruff check .

@@ -15,7 +15,9 @@ from typing import Any
 
 from prefect import flow
 
+from annotation.settings import load_settings
 from flows.extract import extract_flow
+from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
 from knowref60k.cli import make_console, render_funnel
 from knowref60k.errors import UserError
@@ -44,6 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=None, help="TOML config file")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--input-format", default="auto", choices=["auto", "ndjson", "text"])
+    parser.add_argument(
+        "--label-studio", action="store_true", help="then push the items into a local Label Studio it starts"
+    )
+    parser.add_argument(
+        "--annotators", type=int, default=5, help="annotator accounts to have (--label-studio)"
+    )
     args = parser.parse_args(argv)
     console = make_console()
     missing = [path for path in args.inputs if not Path(path).is_file()]
@@ -70,7 +78,33 @@ def main(argv: list[str] | None = None) -> int:
     console.print(render_funnel(funnel, "Funnel"))
     console.print(f"Funnel files: {result['extract']['funnel_path']}, {result['prepare']['summary_path']}")
     console.print(f"De-duplication index: {result['prepare']['index']}")
+    if args.label_studio:
+        try:
+            annotation_flow([f["items_path"] for f in result["prepare"]["files"]], args.annotators)
+        except UserError as error:
+            console.print(f"[bold red]error:[/] {error}")
+            return 2
     return 0
+
+
+@flow(name="push-to-label-studio")
+def annotation_flow(items: list[str], annotators: int) -> None:
+    """Start Label Studio if needed, push the items, make sure annotators can log in; print where."""
+    settings = load_settings(create=True)
+    console = make_console()
+    console.print(start_label_studio(settings))
+    pushed = push(settings, items)
+    accounts = ensure_annotators(settings, annotators)
+    console.print(
+        f"Label Studio: {pushed['pushed']:,} tasks imported, {pushed['already_there']:,} already there, "
+        f"{pushed['tasks']:,} in project {settings.project!r}"
+    )
+    console.print(f"Annotators start at {settings.url}/user/login/ with:")
+    for account in accounts:
+        console.print(f"  {account['email']}  {account['password']}")
+    console.print(
+        f"Admin: {settings.username} (password in .env). Stop the server with `make labelstudio-stop`."
+    )
 
 
 if __name__ == "__main__":
