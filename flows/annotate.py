@@ -15,7 +15,7 @@ from prefect import flow, get_run_logger, task
 
 from annotation.cli import ORDER_SEED
 from annotation.client import LabelStudioClient, read_items
-from annotation.settings import load_settings
+from annotation.settings import Settings, load_settings
 from knowref60k.cli import make_console
 from knowref60k.errors import UserError
 
@@ -37,8 +37,8 @@ def push_flow(items: list[str], seed: int = ORDER_SEED) -> list[dict[str, Any]]:
 
 
 @task(retries=2, retry_delay_seconds=30)
-def collect_votes(out_dir: str) -> dict[str, Any]:
-    with LabelStudioClient(load_settings()) as client:
+def collect_votes(out_dir: str, settings: Settings | None = None) -> dict[str, Any]:
+    with LabelStudioClient(settings or load_settings()) as client:
         votes_path, report = client.collect(Path(out_dir))
     return {"votes_path": str(votes_path), **report}
 
