@@ -12,7 +12,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 
 LS_VENV ?= .venv-labelstudio
 
-.PHONY: help setup model run test lint unit eval bench clean labelstudio labelstudio-stop chromium bench-annotation demo
+.PHONY: help setup model run test lint unit eval bench clean labelstudio labelstudio-stop chromium bench-annotation demo serve
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst
 
 bench-annotation: setup $(LS_VENV)/.installed ## Push 10k items to / collect 50k votes from a fresh Label Studio
 	$(PY) benchmarks/bench_annotation.py
+
+serve: setup $(LS_VENV)/.installed ## Local Prefect server (127.0.0.1:4200) + scheduled deployments (DUMPS_DIR=dumps)
+	$(PY) -m flows.serve --dumps $(or $(DUMPS_DIR),dumps) --out $(OUT)
 
 demo: setup $(LS_VENV)/.installed ## The whole loop with simulated annotators, ending in a release (DUMPS=... to change)
 	$(PY) -m flows.demo --out output/demo $(DUMPS)

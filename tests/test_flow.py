@@ -91,3 +91,23 @@ def test_pipeline_reports_a_missing_input_clearly(tmp_path: Path) -> None:
     from flows.pipeline import main
 
     assert main([str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "out")]) == 2
+
+
+def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
+    from flows.watch import watch_flow
+
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    body = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
+    for month in ("01", "02"):
+        line = orjson.dumps({"id": f"c{month}", "body": body, "link_id": f"t3_{month}", "created_utc": 1})
+        (dumps / f"RC_2099-{month}.ndjson").write_bytes(line + b"\n")
+    out = tmp_path / "run"
+    first = watch_flow(str(dumps), str(out), push_items=False)
+    assert first["processed"] == {"RC_2099-01.ndjson": "done", "RC_2099-02.ndjson": "done"}
+    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {}
+    (dumps / "RC_2099-02.ndjson").write_bytes(b'{"id": "c9", "body": "Changed text."}\n')
+    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {"RC_2099-02.ndjson": "done"}
+    items = sorted((out / "items").glob("*.items.parquet"))
+    assert [p.name for p in items] == ["RC_2099-01.items.parquet", "RC_2099-02.items.parquet"]
+    assert pq.read_table(items[0]).num_rows == 1

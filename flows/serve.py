@@ -1,0 +1,80 @@
+"""Start a local Prefect server (127.0.0.1:4200) and serve the scheduled deployments.
+
+    python -m flows.serve [--dumps DIR] [--out output/run]      (make serve)
+
+- `watch-dumps`: every hour, processes each new or changed RC_*.zst / RC_*.ndjson of the dumps folder
+  (monthly dumps appear once a month; an hourly look costs a directory listing and a few stat calls).
+- `release-candidate`: on the 2nd of every month at 06:00 UTC, collects votes and cuts rc-YYYY.MM.DD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PORT = 4200
+API = f"http://127.0.0.1:{PORT}/api"
+
+
+def prefect_server_running() -> bool:
+    try:
+        with urllib.request.urlopen(f"{API}/health", timeout=3) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def start_prefect_server() -> None:
+    if prefect_server_running():
+        return
+    log = REPO / ".prefect" / "server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as handle:
+        subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(PORT)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 120
+    while not prefect_server_running():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"Prefect server did not start; see {log}")
+        time.sleep(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dumps", default=str(REPO / "dumps"), help="folder watched for new dumps")
+    parser.add_argument("--out", default="output/run")
+    args = parser.parse_args(argv)
+    start_prefect_server()
+    os.environ["PREFECT_API_URL"] = API
+    from prefect import serve
+
+    from flows.watch import release_candidate_flow, watch_flow
+
+    print(f"Prefect UI: http://127.0.0.1:{PORT}  (watching {args.dumps}; Ctrl-C stops serving)", flush=True)
+    serve(
+        watch_flow.to_deployment(
+            name="watch-dumps",
+            interval=timedelta(hours=1),
+            parameters={"dumps_dir": args.dumps, "out_dir": args.out},
+        ),
+        release_candidate_flow.to_deployment(
+            name="monthly-release-candidate", cron="0 6 2 * *", parameters={"run_dir": args.out}
+        ),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Prefect flows for unattended runs: process each new monthly dump of a folder, and cut a release
+candidate on a schedule. `python -m flows.serve` (make serve) serves both as deployments."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from flows.labelling import push
+from flows.pipeline import pipeline_flow
+from flows.release import release_flow
+from knowref60k.config import load_config, load_prepare_config
+from knowref60k.ledger import Ledger
+
+DUMP_PATTERNS = ("RC_*.zst", "RC_*.ndjson")
+
+
+def config_hash(config_path: str | None) -> str:
+    path = Path(config_path) if config_path else None
+    extract, prepare = load_config(path), load_prepare_config(path)
+    return f"{extract.fingerprint(str(extract.model), '')}-{prepare.fingerprint()}"
+
+
+@flow(name="watch-dumps")
+def watch_flow(
+    dumps_dir: str, out_dir: str = "output/run", config_path: str | None = None, push_items: bool = True
+) -> dict[str, Any]:
+    """Extract, prepare (and push) every dump of `dumps_dir` the ledger says is not done yet."""
+    logger = get_run_logger()
+    ledger = Ledger(Path(out_dir) / "ledger.sqlite")
+    settings_hash = config_hash(config_path)
+    dumps = [path for pattern in DUMP_PATTERNS for path in Path(dumps_dir).glob(pattern)]
+    todo = ledger.pending(dumps, settings_hash)
+    logger.info("%d dumps in %s, %d to process", len(dumps), dumps_dir, len(todo))
+    outcomes: dict[str, str] = {}
+    for dump in todo:
+        ledger.start(dump, settings_hash)
+        try:
+            result = pipeline_flow([str(dump.path)], out_dir, config_path)
+            if push_items:
+                from annotation.settings import load_settings
+
+                push(load_settings(), [f["items_path"] for f in result["prepare"]["files"]])
+        except Exception as error:  # recorded in the ledger and retried on the next run
+            ledger.finish(dump, settings_hash, f"{type(error).__name__}: {error}")
+            outcomes[dump.path.name] = "failed"
+            logger.error("%s failed: %s", dump.path.name, error)
+            continue
+        ledger.finish(dump, settings_hash)
+        outcomes[dump.path.name] = "done"
+    ledger.close()
+    return {"seen": len(dumps), "processed": outcomes}
+
+
+@flow(name="release-candidate")
+def release_candidate_flow(
+    run_dir: str = "output/run", votes_dir: str = "output/annotation", releases_dir: str = "data/releases"
+) -> dict[str, Any]:
+    """Collect the votes and cut `rc-YYYY.MM.DD` (once a day at most: versions are never overwritten)."""
+    version = f"rc-{datetime.now(UTC):%Y.%m.%d}"
+    if (Path(releases_dir) / version).exists():
+        return {"version": version, "skipped": "exists"}
+    return release_flow(version, run_dir, votes_dir, releases_dir)
