@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from annotation.server import Server
 from annotation.settings import Settings
 from knowref60k.config import ExtractConfig
 from knowref60k.extract import CandidateExtractor
@@ -54,11 +55,16 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+def label_studio(label_studio_server: Server) -> Settings:
+    return label_studio_server.settings
+
+
+@pytest.fixture(scope="session")
+def label_studio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A real Label Studio server on a free loopback port, with its own data, stopped afterwards."""
     import secrets
 
-    from annotation.server import LABEL_STUDIO, Server
+    from annotation.server import LABEL_STUDIO
 
     if not LABEL_STUDIO.exists():
         pytest.skip(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
@@ -72,6 +78,6 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]
     server = Server(settings, tmp_path_factory.mktemp("labelstudio"))
     server.start()
     try:
-        yield settings
+        yield server
     finally:
         server.stop()
