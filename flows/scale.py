@@ -1,0 +1,90 @@
+"""Extraction of one large dump on a Dask cluster: split it into shards, one task per shard.
+
+    python -m flows.scale DUMP --shards 8 --out output/scale [--workers 4 | --address tcp://host:8786]
+
+A local cluster (`--workers` processes, one thread each) by default, or an existing Dask scheduler
+(`--address`). Dask workers report to the Prefect server named by PREFECT_API_URL (start one with
+`make serve`): against Prefect's temporary server every worker would start its own.
+
+Ray instead of Dask: `pip install prefect-ray` and pass `task_runner=RayTaskRunner(address=...)`
+to the same flow; the tasks take file paths and return counts, so nothing else changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect_dask import DaskTaskRunner
+
+from knowref60k.cli import make_console, render_funnel
+from knowref60k.config import load_config
+from knowref60k.extract import Extractor, merge_stats
+from knowref60k.slicing import split_dump
+
+
+@task(retries=2, retry_delay_seconds=10, task_run_name="extract shard {shard}")
+def extract_shard(shard: str, out_dir: str, config_path: str | None) -> dict[str, Any]:
+    """One shard on one Dask worker, in its own process (the worker is the unit of parallelism)."""
+    settings = load_config(Path(config_path) if config_path else None)
+    with Extractor(settings, workers=1) as extractor:
+        report = extractor.extract_file(Path(shard), Path(out_dir))
+    return {
+        "shard": shard,
+        "candidates": report.candidates,
+        "stats_path": str(report.stats_path),
+        "seconds": report.seconds,
+        "skipped": report.skipped,
+    }
+
+
+def dask_runner(workers: int, address: str | None) -> DaskTaskRunner:
+    if address:
+        return DaskTaskRunner(address=address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True})
+
+
+def sharded_flow(
+    shards: list[str], out_dir: str, config_path: str | None, runner: DaskTaskRunner
+) -> dict[str, Any]:
+    @flow(name="extract-sharded", task_runner=runner)
+    def run() -> list[dict[str, Any]]:
+        futures = [extract_shard.submit(shard, out_dir, config_path) for shard in shards]
+        return [future.result() for future in futures]
+
+    reports = run()
+    return {"files": reports, "stats": merge_stats(Path(r["stats_path"]) for r in reports).to_dict()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Shard a dump and extract it on Dask.")
+    parser.add_argument("dump")
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--out", default="output/scale")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--address", default=None, help="existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    parser.add_argument("--config", default=None)
+    args = parser.parse_args(argv)
+    console = make_console()
+    out = Path(args.out)
+    shards = split_dump(Path(args.dump), out / "shards", args.shards)
+    result = sharded_flow(
+        [str(s) for s in shards],
+        str(out / "candidates"),
+        args.config,
+        dask_runner(args.workers, args.address),
+    )
+    from knowref60k.stats import PipelineStats
+
+    console.print(
+        render_funnel(PipelineStats.from_dict(result["stats"]), f"Funnel over {len(shards)} shards")
+    )
+    console.print(f"Candidates in {out / 'candidates'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
