@@ -176,3 +176,20 @@ def test_write_line_range_cuts_exact_lines(tmp_path: Path) -> None:
     with open_input(target) as (_raw, stream):
         lines = all_lines(stream, 64)
     assert lines[0] == b'{"body": "line 11"}' and lines[-1] == b'{"body": "line 35"}' and len(lines) == 25
+
+
+def test_split_dump_into_contiguous_shards_keeps_every_line_once(tmp_path: Path) -> None:
+    from knowref60k.slicing import split_dump
+
+    source = tmp_path / "RC_2099-04.ndjson"
+    lines = [b'{"body": "line %d"}' % i for i in range(1, 1002)]
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    shards = split_dump(source, tmp_path / "shards", 4)
+    assert [p.name for p in shards] == [f"RC_2099-04.part-0000{i}-of-00004.zst" for i in range(4)]
+    seen = []
+    for shard in shards:
+        with open_input(shard) as (_raw, stream):
+            seen += all_lines(stream, 1 << 16)
+    assert seen == lines
+    with pytest.raises(UserError, match="at least 1"):
+        split_dump(source, tmp_path / "none", 0)
