@@ -26,7 +26,7 @@ from annotation.settings import Settings
 from annotation.tasks import IDENTITIES, task_for
 from annotation.votes import VOTE_SCHEMA, votes_from_export
 from knowref60k.errors import UserError
-from knowref60k.output import atomic_path, write_json_atomic
+from knowref60k.output import atomic_path, read_rows, write_json_atomic
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -297,17 +297,7 @@ def _changes(votes_path: Path, votes: list[dict[str, Any]]) -> dict[str, int]:
 
 def read_items(paths: Iterable[Path]) -> Iterator[dict[str, Any]]:
     for path in paths:
-        if not path.is_file():
-            raise UserError(f"items file not found: {path}")
-        try:
-            parquet = pq.ParquetFile(path)
-        except Exception as error:  # pyarrow raises several kinds for a file that is not Parquet
-            raise UserError(f"{path}: not a Parquet file ({error})") from None
-        missing = set(ITEM_COLUMNS) - set(parquet.schema_arrow.names)
-        if missing:
-            raise UserError(f"{path}: not an items file, missing columns {', '.join(sorted(missing))}")
-        for batch in parquet.iter_batches(columns=ITEM_COLUMNS):
-            yield from batch.to_pylist()
+        yield from read_rows(path, ITEM_COLUMNS, "items")
 
 
 def save_accounts(path: Path, accounts: list[Account]) -> None:

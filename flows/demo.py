@@ -18,6 +18,7 @@ from prefect import flow
 
 from annotation.settings import load_settings
 from flows.annotate import collect_votes
+from flows.common import missing_inputs
 from flows.labelling import push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
 from flows.release import cut_release
@@ -69,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accuracy", type=float, default=0.9)
     args = parser.parse_args(argv)
     console = make_console()
-    missing = [dump for dump in args.dumps if not Path(dump).is_file()]
-    if missing:
-        console.print(f"[bold red]error:[/] dump(s) not found: {', '.join(missing)}")
+    if missing_inputs(console, args.dumps, "dump(s)"):
         return 2
     try:
         result = demo_flow(args.dumps, args.out, args.annotators, args.accuracy)

@@ -1,6 +1,4 @@
-"""Prefect flow: extract candidates from dumps, one task per input file.
-
-    python -m flows.extract --out output/run ../shared/data/reddit/RC_2005-12.zst ...
+"""Prefect flow: extract candidates from dumps, one task per input file (run it with flows.pipeline).
 
 A file already extracted with the same config and code is skipped by the library's completion marker
 (its stats file), so a rerun does no new work and writes no duplicates.
@@ -8,16 +6,12 @@ A file already extracted with the same config and code is skipped by the library
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from knowref60k.cli import make_console, render_funnel
 from knowref60k.config import load_config
-from knowref60k.errors import UserError
 from knowref60k.extract import Extractor, merge_stats
 from knowref60k.output import write_json_atomic
 
@@ -58,36 +52,3 @@ def extract_flow(
     funnel_path = Path(out_dir) / "funnel.json"
     write_json_atomic(funnel_path, {"inputs": [r["source"] for r in reports], "stats": funnel.to_dict()})
     return {"files": reports, "funnel_path": str(funnel_path), "stats": funnel.to_dict()}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run the extraction flow under Prefect.")
-    parser.add_argument("inputs", nargs="+", help="dump files")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--config", default=None, help="TOML config file")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--input-format", default="auto", choices=["auto", "ndjson", "text"])
-    args = parser.parse_args(argv)
-    console = make_console()
-    missing = [path for path in args.inputs if not Path(path).is_file()]
-    if missing:
-        console.print(f"[bold red]error:[/] input file(s) not found: {', '.join(missing)}")
-        return 2
-    try:
-        result = extract_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
-    except UserError as error:
-        console.print(f"[bold red]error:[/] {error}")
-        return 2
-    for report in result["files"]:
-        state = "skipped (already done)" if report["skipped"] else "extracted"
-        console.print(f"{Path(report['source']).name}: {report['candidates']:,} candidates, {state}")
-        console.print(f"  candidates: {report['candidates_path']}")
-        console.print(f"  stats:      {report['stats_path']}")
-        console.print(f"  quarantine: {report['quarantine_path']} ({report['quarantined']} lines)")
-    console.print(render_funnel(merge_stats(Path(r["stats_path"]) for r in result["files"])))
-    console.print(f"Funnel: {result['funnel_path']}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

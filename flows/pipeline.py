@@ -16,6 +16,7 @@ from typing import Any
 from prefect import flow
 
 from annotation.settings import load_settings
+from flows.common import missing_inputs
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
@@ -54,9 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     console = make_console()
-    missing = [path for path in args.inputs if not Path(path).is_file()]
-    if missing:
-        console.print(f"[bold red]error:[/] input file(s) not found: {', '.join(missing)}")
+    if missing_inputs(console, args.inputs):
         return 2
     try:
         result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)

@@ -13,6 +13,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from knowref60k.errors import UserError
 from knowref60k.records import QuarantinedLine
 
 CANDIDATE_SCHEMA = pa.schema(
@@ -134,6 +135,21 @@ class RowWriter:
     def _flush(self, rows: list[dict[str, Any]]) -> None:
         self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
         self.rows += len(rows)
+
+
+def read_rows(path: Path, columns: list[str], kind: str) -> Iterator[dict[str, Any]]:
+    """Rows of a Parquet file of ours, one row group at a time; a file of another shape is a user error."""
+    if not path.is_file():
+        raise UserError(f"{kind} file not found: {path}")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several kinds for a file that is not Parquet
+        raise UserError(f"{path}: not a Parquet file ({error})") from None
+    missing = set(columns) - set(parquet.schema_arrow.names)
+    if missing:
+        raise UserError(f"{path}: not a {kind} file, missing columns {', '.join(sorted(missing))}")
+    for batch in parquet.iter_batches(columns=columns):
+        yield from batch.to_pylist()
 
 
 def write_quarantine(handle: IO[bytes], source: str, lines: list[QuarantinedLine]) -> None:

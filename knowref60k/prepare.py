@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from knowref60k.config import PrepareConfig
 from knowref60k.dedup import DedupIndex
 from knowref60k.errors import UserError
@@ -21,6 +19,7 @@ from knowref60k.output import (
     RowWriter,
     atomic_path,
     finished_marker,
+    read_rows,
     source_identity,
     write_json_atomic,
 )
@@ -55,18 +54,7 @@ def items_stem(candidates_path: Path) -> str:
 
 
 def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
-    """Candidate rows in file order, one row group at a time; a file of another shape is a user error."""
-    if not path.is_file():
-        raise UserError(f"candidates file not found: {path}")
-    try:
-        parquet = pq.ParquetFile(path)
-    except Exception as error:  # pyarrow raises several kinds for a file that is not Parquet
-        raise UserError(f"{path}: not a Parquet file ({error})") from None
-    missing = set(CANDIDATE_SCHEMA.names) - set(parquet.schema_arrow.names)
-    if missing:
-        raise UserError(f"{path}: not a candidates file, missing columns {', '.join(sorted(missing))}")
-    for batch in parquet.iter_batches(columns=CANDIDATE_SCHEMA.names):
-        yield from batch.to_pylist()
+    return read_rows(path, CANDIDATE_SCHEMA.names, "candidates")
 
 
 class Preparer:
