@@ -1,0 +1,62 @@
+"""The overlap audit, checked against the paper's Table 4 retrievals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from knowref60k.extract import CandidateExtractor
+from knowref60k.overlap import ItemParser, OverlapIndex, analyse
+from knowref60k.readers import iter_line_chunks, iter_lines, open_input
+from tests.conftest import shared_file
+
+TABLE_4 = [
+    "Nope, our driver had a steel plate in his back and couldn't lift anything (although he was able to open "
+    "the truck and put the rather heavy ramp in place, so I am not sure if he was unable or just lazy).",
+    "Then I came across a box that weighed a ton - I couldn't even lift it it was so heavy",
+    "1 man stopped to get it but he couldn't lift it because it was so heavy",
+    "The man couldn't lift his son because he was so heavy",
+]
+WRONG_ORDER = "He was so heavy that the man and his son could not lift the box because of it"
+QUERY = "The man couldn't lift his son because he was so heavy."
+
+
+def test_analyser_drops_whoosh_stop_words_and_renumbers() -> None:
+    assert analyse("The man couldn't lift it, and he was so heavy!") == [
+        "man",
+        "couldn",
+        "t",
+        "lift",
+        "he",
+        "was",
+        "so",
+        "heavy",
+    ]
+
+
+@pytest.mark.integration
+def test_paper_table_4_ranking(tmp_path: Path, extractor: CandidateExtractor) -> None:
+    path = shared_file("data/reddit/RC_sample_1M.zst")
+    corpus: list[str] = []
+    with open_input(path) as (_raw, stream):
+        for chunk in iter_line_chunks(stream, path.name):
+            corpus += [b for _, line in iter_lines(chunk) if 30 < len(b := orjson.loads(line)["body"]) < 300]
+            if len(corpus) >= 3000:
+                break
+    index = OverlapIndex(tmp_path / "index")
+    assert index.add([*corpus[:3000], *TABLE_4, WRONG_ORDER]) == 3005
+    item = ItemParser(extractor.pipeline).parse([QUERY])[0]
+    assert item is not None
+    assert (item.pred_c, item.pred_q, item.connective, item.pronoun) == (
+        "couldn't lift",
+        "heavy",
+        "because",
+        "he",
+    )
+    scores = {text: score for score, text in index.search(item, 20)}
+    ranked = [scores.get(text, 0.0) for text in TABLE_4]
+    assert all(score > 0 for score in ranked), ranked
+    assert ranked[3] > ranked[2] > ranked[1] > ranked[0], ranked
+    assert scores.get(WRONG_ORDER, 0.0) == 0.0
