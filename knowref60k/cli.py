@@ -314,6 +314,71 @@ def _ablation_table(results: list[dict[str, Any]]) -> Table:
     return table
 
 
+overlap_app = typer.Typer(help="Overlap of items with a pretraining corpus (BM25, the paper's method).")
+app.add_typer(overlap_app, name="overlap")
+IndexOption = Annotated[Path, typer.Option("--index", help="Folder of the overlap index.")]
+
+
+def _overlap_parts(model: str | None) -> tuple[Any, Any]:
+    from knowref60k.nlp import Pipeline, resolve_model_name
+    from knowref60k.overlap import ItemParser
+
+    pipeline = Pipeline(resolve_model_name(load_config(None, model=model).model))
+    return pipeline, ItemParser(pipeline)
+
+
+@overlap_app.command("index")
+def overlap_index(
+    corpus: Annotated[list[Path], typer.Argument(help="Text, JSONL or Reddit dump files.")],
+    index: IndexOption,
+    model: ModelOption = None,
+) -> None:
+    """Index every sentence of the corpus files (resumable; finished files are skipped)."""
+    from knowref60k.overlap import index_corpus
+
+    try:
+        pipeline, _ = _overlap_parts(model)
+        with console.status("indexing"):
+            counts = index_corpus(corpus, index, pipeline)
+    except UserError as error:
+        raise _fail(error) from None
+    for name, count in counts.items():
+        console.print(f"{name}: {count:,} sentences indexed")
+    console.print(f"Index in {index.resolve()}")
+
+
+@overlap_app.command("query")
+def overlap_query(
+    sentence: Annotated[str, typer.Argument(help="One item sentence.")],
+    index: IndexOption,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines: text, score.")] = False,
+    limit: int = 10,
+    model: ModelOption = None,
+) -> None:
+    """Parse one sentence the way items are parsed, print the query and the best hits."""
+    from knowref60k.overlap import OverlapIndex
+
+    try:
+        _, parser = _overlap_parts(model)
+        item = parser.parse([sentence])[0]
+        if item is None:
+            raise UserError("no connective followed by he/she/him/her/his/hers in that sentence")
+        hits = OverlapIndex(index).search(item, limit)
+    except UserError as error:
+        raise _fail(error) from None
+    if as_json:
+        for score, text in hits:
+            sys.stdout.write(orjson.dumps({"text": text, "score": round(score, 4)}).decode() + "\n")
+        return
+    console.print(
+        f"E1={item.e1!r} PredC={item.pred_c!r} connective={item.connective!r} E2={item.e2!r} "
+        f"pronoun={item.pronoun!r} PredQ={item.pred_q!r}"
+    )
+    console.print(f"query: Phrase({' '.join(item.phrase())}, slop 10) AND any of {item.content_words()}")
+    for score, text in hits:
+        console.print(f"{score:7.2f}  {text}")
+
+
 @app.command(name="setup-model")
 def setup_model(
     shared_models: Annotated[Path, typer.Option("--from", help="Folder with spaCy model wheels.")] = Path(

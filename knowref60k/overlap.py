@@ -8,11 +8,14 @@ this module indexes the same analysed tokens with tantivy, whose BM25 uses k1 = 
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import orjson
 from spacy.tokens import Doc
 
 from knowref60k.antecedents import base_noun_phrases
@@ -156,3 +159,49 @@ class ItemParser:
     def parse(self, sentences: Sequence[str]) -> list[ParsedItem | None]:
         docs = self.pipeline.tag(self.pipeline.nlp.make_doc(s) for s in sentences)
         return [parse_item(doc, self.connectives) for doc in docs]
+
+
+def corpus_sentences(path: Path, pipeline: Pipeline, input_format: str = "auto") -> Iterator[str]:
+    """Every sentence of a corpus file (Reddit dump, JSONL or text), cleaned and split like extraction."""
+    from knowref60k.cleaning import clean_text
+    from knowref60k.readers import detect_format, iter_line_chunks, open_input, parse_chunk
+    from knowref60k.stats import StageStats
+
+    fmt = detect_format(path, input_format)
+    with open_input(path) as (_raw, stream):
+        for chunk in iter_line_chunks(stream, path.name):
+            comments, _ = parse_chunk(chunk, fmt, StageStats())
+            for comment in comments:
+                for paragraph in clean_text(comment.body):
+                    yield from (span.text for span in pipeline.split(paragraph).sents)
+
+
+def index_corpus(
+    paths: Sequence[Path], directory: Path, pipeline: Pipeline, batch: int = 100_000
+) -> dict[str, int]:
+    """Index the sentences of every corpus file. Progress is recorded after every committed batch, so
+    an interrupted run resumes where it stopped and a finished file is skipped."""
+    from knowref60k.output import source_identity, write_json_atomic
+
+    index = OverlapIndex(directory)
+    progress_path = directory / "indexed.json"
+    progress: dict[str, Any] = orjson.loads(progress_path.read_bytes()) if progress_path.exists() else {}
+    counts: dict[str, int] = {}
+    for path in paths:
+        identity = {"name": path.name, **source_identity(path)}
+        state = progress.get(str(path.resolve()))
+        if not state or state["identity"] != identity:
+            state = {"identity": identity, "sentences": 0, "complete": False}
+        if state["complete"]:
+            continue
+        sentences = itertools.islice(corpus_sentences(path, pipeline), state["sentences"], None)
+        counts[path.name] = 0
+        while chunk := list(itertools.islice(sentences, batch)):
+            counts[path.name] += index.add(chunk)
+            state["sentences"] += len(chunk)
+            progress[str(path.resolve())] = state
+            write_json_atomic(progress_path, progress)
+        state["complete"] = True
+        progress[str(path.resolve())] = state
+        write_json_atomic(progress_path, progress)
+    return counts

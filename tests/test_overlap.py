@@ -60,3 +60,22 @@ def test_paper_table_4_ranking(tmp_path: Path, extractor: CandidateExtractor) ->
     assert all(score > 0 for score in ranked), ranked
     assert ranked[3] > ranked[2] > ranked[1] > ranked[0], ranked
     assert scores.get(WRONG_ORDER, 0.0) == 0.0
+
+
+def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli import app
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join([*TABLE_4, WRONG_ORDER, "I like turtles."]) + "\n")
+    runner = CliRunner()
+    first = runner.invoke(app, ["overlap", "index", str(corpus), "--index", str(tmp_path / "ix")])
+    assert first.exit_code == 0 and "sentences indexed" in first.output, first.output
+    again = runner.invoke(app, ["overlap", "index", str(corpus), "--index", str(tmp_path / "ix")])
+    assert again.exit_code == 0 and "sentences indexed" not in again.output  # finished files are skipped
+    result = runner.invoke(app, ["overlap", "query", QUERY, "--index", str(tmp_path / "ix"), "--json"])
+    assert result.exit_code == 0, result.output
+    hits = [orjson.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert hits[0]["text"] == TABLE_4[3] and all(hit["score"] > 0 for hit in hits)
+    assert WRONG_ORDER not in {hit["text"] for hit in hits}
