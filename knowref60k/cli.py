@@ -379,6 +379,48 @@ def overlap_query(
         console.print(f"{score:7.2f}  {text}")
 
 
+@overlap_app.command("score")
+def overlap_score(
+    items: Annotated[Path, typer.Argument(help="An *.items.parquet file.")],
+    index: IndexOption,
+    out: Annotated[Path, typer.Option(help="Items with overlap_bm25, overlap_hit, benchmark_overlap.")],
+    benchmarks: Annotated[Path, typer.Option(help="Known benchmarks for the 13-gram check.")] = Path(
+        "../shared/data/benchmarks"
+    ),
+    model: ModelOption = None,
+) -> None:
+    """Give every item its overlap score and best hit, and flag 13-gram overlap with known benchmarks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from knowref60k.contamination import ContaminationIndex, benchmark_sentences
+    from knowref60k.output import ITEM_SCHEMA, atomic_path, read_rows
+    from knowref60k.overlap import OverlapIndex, overlap_report, score_sentences
+
+    try:
+        rows = list(read_rows(items, ITEM_SCHEMA.names, "items"))
+        _, parser = _overlap_parts(model)
+        with console.status(f"scoring {len(rows):,} items"):
+            scores = score_sentences([row["sentence"] for row in rows], OverlapIndex(index), parser)
+        contamination = ContaminationIndex(benchmark_sentences(benchmarks))
+    except UserError as error:
+        raise _fail(error) from None
+    for row, (score, hit) in zip(rows, scores, strict=True):
+        row.update(
+            overlap_bm25=score, overlap_hit=hit, benchmark_overlap=contamination.match(row["sentence"])
+        )
+    schema = ITEM_SCHEMA.append(pa.field("overlap_bm25", pa.float64())).append(
+        pa.field("overlap_hit", pa.string())
+    )
+    schema = schema.append(pa.field("benchmark_overlap", pa.string()))
+    with atomic_path(out) as temporary:
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), temporary, compression="zstd")
+    report = overlap_report([score for score, _ in scores])
+    flagged = sum(row["benchmark_overlap"] is not None for row in rows)
+    console.print(f"{len(rows):,} items: {report}; sharing a 13-gram with a benchmark: {flagged}")
+    console.print(f"Scored items in {out.resolve()}")
+
+
 @app.command(name="setup-model")
 def setup_model(
     shared_models: Annotated[Path, typer.Option("--from", help="Folder with spaCy model wheels.")] = Path(

@@ -205,3 +205,26 @@ def index_corpus(
         progress[str(path.resolve())] = state
         write_json_atomic(progress_path, progress)
     return counts
+
+
+CUTOFFS = (0.0, 25.0, 35.0)
+
+
+def score_sentences(
+    sentences: Sequence[str], index: OverlapIndex, parser: ItemParser, batch: int = 256
+) -> list[tuple[float, str | None]]:
+    """Each sentence's overlap score (its best hit's BM25, 0 when nothing passes the phrase) and hit."""
+    results: list[tuple[float, str | None]] = []
+    for start in range(0, len(sentences), batch):
+        for item in parser.parse(sentences[start : start + batch]):
+            hits = index.search(item, 1) if item is not None else []
+            results.append(hits[0] if hits else (0.0, None))
+    return results
+
+
+def overlap_report(scores: Sequence[float]) -> dict[str, float]:
+    """The paper's report: the share of items scoring above 0, 25 and 35."""
+    total = len(scores) or 1
+    return {
+        f"share_above_{cutoff:g}": round(sum(s > cutoff for s in scores) / total, 4) for cutoff in CUTOFFS
+    }

@@ -21,6 +21,7 @@ TABLE_4 = [
 ]
 WRONG_ORDER = "He was so heavy that the man and his son could not lift the box because of it"
 QUERY = "The man couldn't lift his son because he was so heavy."
+LONG = "Roderick couldn't lift Madeline up the long stairs last week because she was really heavy."
 
 
 def test_analyser_drops_whoosh_stop_words_and_renumbers() -> None:
@@ -79,3 +80,59 @@ def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
     hits = [orjson.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert hits[0]["text"] == TABLE_4[3] and all(hit["score"] > 0 for hit in hits)
     assert WRONG_ORDER not in {hit["text"] for hit in hits}
+
+
+def test_thirteen_gram_contamination_against_the_real_benchmarks() -> None:
+    from knowref60k.contamination import ContaminationIndex, benchmark_sentences, ngrams
+
+    index = ContaminationIndex(benchmark_sentences(shared_file("data/benchmarks")))
+    copied = (
+        "So the city councilmen refused the demonstrators a permit because the demonstrators feared violence."
+    )
+    assert index.match(copied) == "wsc273"
+    assert (
+        index.match("Sarah was a much better surgeon than Maria so Maria always got the easier cases, sadly.")
+        == "winogrande"
+    )
+    assert index.match(QUERY) is None
+    assert ngrams("One, two: THREE!", n=3) == {("one", "two", "three")}
+
+
+def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: CandidateExtractor) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from knowref60k.cli import app
+    from knowref60k.config import PrepareConfig
+    from knowref60k.output import CANDIDATE_SCHEMA
+    from knowref60k.prepare import Preparer
+    from knowref60k.readers import LineChunk
+
+    rows = extractor.process("t.txt", "text", LineChunk(1, (LONG + "\n").encode())).rows
+    assert len(rows) == 1
+    candidates = tmp_path / "t.candidates.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), candidates)
+    with Preparer(PrepareConfig(), tmp_path / "dedup.sqlite") as preparer:
+        items = preparer.prepare_file(candidates, tmp_path).items_path
+    index = OverlapIndex(tmp_path / "ix")
+    index.add([LONG, "I like turtles."])
+    out = tmp_path / "scored.parquet"
+    result = CliRunner().invoke(
+        app,
+        [
+            "overlap",
+            "score",
+            str(items),
+            "--index",
+            str(tmp_path / "ix"),
+            "--out",
+            str(out),
+            "--benchmarks",
+            str(shared_file("data/benchmarks")),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (row,) = pq.read_table(out).to_pylist()
+    assert row["overlap_bm25"] > 0 and row["overlap_hit"].startswith("Roderick couldn't lift")
+    assert row["benchmark_overlap"] is None and "share_above_0': 1.0" in result.output
