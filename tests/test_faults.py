@@ -26,8 +26,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_sigkill_in_the_middle_of_extraction_then_rerun_loses_and_duplicates_nothing(tmp_path: Path) -> None:
-    dump = tmp_path / "RC_sample_150k.zst"
-    write_line_range(shared_file("data/reddit/RC_sample_1M.zst"), dump, 500_000, 150_000)
+    dump = tmp_path / "RC_sample_300k.zst"
+    write_line_range(shared_file("data/reddit/RC_sample_1M.zst"), dump, 400_000, 300_000)
     with Extractor(ExtractConfig(), workers=2) as extractor:
         reference = extractor.extract_file(dump, tmp_path / "uninterrupted")
     out = tmp_path / "killed"
@@ -40,7 +40,7 @@ def test_sigkill_in_the_middle_of_extraction_then_rerun_loses_and_duplicates_not
     assert process.poll() is None, "extraction finished before it could be killed"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    assert not (out / "RC_sample_150k.candidates.parquet").exists()  # nothing half-written is visible
+    assert not (out / "RC_sample_300k.candidates.parquet").exists()  # nothing half-written is visible
     assert list(out.glob(".*.partial"))  # the kill left its partial files behind
     with Extractor(ExtractConfig(), workers=2) as extractor:
         rerun = extractor.extract_file(dump, out)
