@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,13 +36,7 @@ class VoteCounts:
     without_choice: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "annotations": self.annotations,
-            "votes": self.votes,
-            "duplicate_annotations": self.duplicate_annotations,
-            "skipped": self.skipped,
-            "without_choice": self.without_choice,
-        }
+        return dataclasses.asdict(self)
 
 
 def _time(value: str) -> datetime:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,11 +26,7 @@ class AgreementRule:
     flag_annotators_below: float = 0.6
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "votes_per_item": self.votes_per_item,
-            "keep_at_least": self.keep_at_least,
-            "flag_annotators_below": self.flag_annotators_below,
-        }
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
