@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -85,7 +86,7 @@ def collect(
     typer.echo(f"Votes in {votes_path.resolve()}")
 
 
-def simulated_truth(seed: int):  # type: ignore[no-untyped-def]
+def simulated_truth(seed: int) -> Callable[[str], str]:
     """The answer a perfect simulated annotator gives: a seeded coin per item (there is no real truth)."""
 
     def truth(item_id: str) -> str:

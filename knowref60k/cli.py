@@ -149,12 +149,12 @@ def prepare(
 ) -> None:
     """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
     from knowref60k.config import load_prepare_config
-    from knowref60k.prepare import Preparer
+    from knowref60k.prepare import Preparer, prepare_stats
 
     try:
         settings = load_prepare_config(config, seed=seed)
         index_path = index or out / "dedup-index.sqlite"
-        total = prepare_stats_total()
+        total = prepare_stats()
         with Preparer(settings, index_path) as preparer, _progress(in_bytes=False) as progress:
             task = progress.add_task("prepare", total=len(candidates))
             for path in candidates:
@@ -167,12 +167,6 @@ def prepare(
         raise _fail(error) from None
     console.print(render_funnel(total, f"De-duplication and perturbation over {len(candidates)} file(s)"))
     console.print(f"Items in {out.resolve()}, index {index_path.resolve()}")
-
-
-def prepare_stats_total() -> PipelineStats:
-    from knowref60k.prepare import prepare_stats
-
-    return prepare_stats()
 
 
 @app.command()

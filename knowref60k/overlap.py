@@ -130,15 +130,16 @@ class OverlapIndex:
 
     def search(self, item: ParsedItem, limit: int = 5) -> list[tuple[float, str]]:
         """Best hits: the phrase must match (in order, within SLOP); content words only add score."""
-        phrase: list[str | tuple[int, str]] = list(item.phrase())
-        if not phrase:
+        words = item.phrase()
+        if not words:
             return []
+        phrase: list[str | tuple[int, str]] = list(words)
         query_type = self.tantivy.Query
         occur = self.tantivy.Occur
         must = (
             query_type.phrase_query(self.index.schema, "tokens", phrase, slop=SLOP)
             if len(phrase) > 1
-            else query_type.term_query(self.index.schema, "tokens", item.phrase()[0])
+            else query_type.term_query(self.index.schema, "tokens", words[0])
         )
         clauses = [(occur.Must, must)] + [
             (occur.Should, query_type.term_query(self.index.schema, "tokens", word))

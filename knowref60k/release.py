@@ -329,13 +329,7 @@ def _manifest(
     entries = []
     for name in sorted(files):
         path = staging / name
-        rows = pq.ParquetFile(path).metadata.num_rows if name.endswith(".parquet") else None
-        rows = (
-            rows
-            if rows is not None
-            else (path.read_bytes().count(b"\n") if name.endswith(".jsonl") else None)
-        )
-        entries.append({"path": name, "sha256": file_sha256(path), "rows": rows})
+        entries.append({"path": name, "sha256": file_sha256(path), "rows": _row_count(path)})
     manifest.update(
         {
             "name": "knowref60k",
@@ -352,6 +346,15 @@ def _manifest(
         }
     )
     return manifest
+
+
+def _row_count(path: Path) -> int | None:
+    """Rows of a Parquet or JSONL file of the release; None for the card and the figure."""
+    if path.suffix == ".parquet":
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    if path.suffix == ".jsonl":
+        return path.read_bytes().count(b"\n")
+    return None
 
 
 def load_release(path: str | Path, split: str) -> pa.Table:
