@@ -1,10 +1,11 @@
-"""The dataset card (README.md with YAML metadata) and the funnel figure of a release."""
+"""The dataset card (README.md with YAML metadata) and the figures of a release: the funnel and the
+overlap curves."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from knowref60k.splits import SPLITS
 
@@ -13,13 +14,25 @@ if TYPE_CHECKING:
     from knowref60k.release import ReleaseConfig
 
 
-def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
-    """Counts per stage on a log scale, like Figure 2 of the KnowRef-60K paper; byte-stable output."""
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(figure: Any, path: Path) -> None:
+    """PNG without the software/date metadata, so the same data gives the same bytes."""
+    figure.tight_layout()
+    figure.savefig(path, format="png", metadata={"Software": None})
+    _pyplot().close(figure)
+
+
+def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
+    """Counts per stage on a log scale, like Figure 2 of the KnowRef-60K paper."""
+    plt = _pyplot()
     labels = [name for name, _ in funnel][::-1]
     counts = [max(count, 1) for _, count in funnel][::-1]
     figure, axis = plt.subplots(figsize=(9, 4.8), dpi=100)
@@ -32,12 +45,31 @@ def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
             bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2, f"{count:,}", va="center", fontsize=9
         )
     axis.set_xlim(1, max(counts) * 20)
-    figure.tight_layout()
-    figure.savefig(path, format="png", metadata={"Software": None})
-    plt.close(figure)
+    _save(figure, path)
 
 
-def _yaml(version: str, counts: Mapping[str, int], sizes: Mapping[str, int], simulated: bool) -> str:
+def render_overlap_png(curves: Mapping[str, Sequence[float]], path: Path, title: str) -> None:
+    """The share of items whose overlap score exceeds each cut-off, one curve per set (the paper's
+    overlap figure); `curves` holds the shares at the cut-offs 0, 1, ..., 50."""
+    from knowref60k.overlap import CURVE_CUTOFFS
+
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for name, shares in curves.items():
+        axis.plot(list(CURVE_CUTOFFS), [100 * share for share in shares], label=name, linewidth=2)
+    axis.set_xlabel("BM25 cut-off")
+    axis.set_ylabel("items with overlap above the cut-off (%)")
+    axis.set_xlim(CURVE_CUTOFFS[0], CURVE_CUTOFFS[-1])
+    axis.set_ylim(0, 100)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    axis.set_title(title)
+    _save(figure, path)
+
+
+def _yaml(
+    version: str, counts: Mapping[str, int], sizes: Mapping[str, int], simulated: bool, audited: bool
+) -> str:
     present = [split for split in SPLITS if counts[split]]
     from knowref60k.release import hf_features
 
@@ -60,7 +92,7 @@ def _yaml(version: str, counts: Mapping[str, int], sizes: Mapping[str, int], sim
     for split in present:
         lines += [f"  - split: {split}", f"    path: data/{split}-*.parquet"]
     lines += ["dataset_info:", "  features:"]
-    for name, feature in hf_features().items():
+    for name, feature in hf_features(audited).items():
         lines.append(f"  - name: {name}")
         if feature["_type"] == "ClassLabel":
             lines += ["    dtype:", "      class_label:", "        names:"]
@@ -88,11 +120,12 @@ def render_card(
     report: AgreementReport,
     config: ReleaseConfig,
     simulated: bool,
+    overlap: Mapping[str, Any] | None = None,
 ) -> str:
-    from knowref60k.release import FIELDS
+    from knowref60k.release import release_fields
 
     summary = report.summary()
-    parts = [_yaml(version, counts, sizes, simulated)]
+    parts = [_yaml(version, counts, sizes, simulated, overlap is not None)]
     if simulated:
         parts.append(
             f"> **WARNING: SIMULATED VOTES.** {report.simulated_votes:,} votes of this release came from "
@@ -115,7 +148,8 @@ def render_card(
         "item keeps its split in later releases.\n"
     )
     parts.append("## Fields\n\n| field | type | description |\n|---|---|---|\n")
-    parts.append("".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in FIELDS))
+    fields = release_fields(overlap is not None)
+    parts.append("".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in fields))
     parts.append("\n## Construction funnel\n\n![funnel](funnel.png)\n\n| stage | count |\n|---|---:|\n")
     parts.append("".join(f"| {name} | {count:,} |\n" for name, count in funnel))
     items = summary["items"]
@@ -128,6 +162,8 @@ def render_card(
         f"- Annotators: {len(summary['annotators'])}; flagged below {config.rule.flag_annotators_below:.0%} "
         f"agreement with the majority: {len(summary['flagged_annotators'])}\n"
     )
+    if overlap:
+        parts.append(_overlap_section(overlap))
     parts.append(
         "\n## Loading\n\n```python\n"
         'import knowref60k\ntable = knowref60k.load_release("PATH", "train")      # pyarrow.Table\n\n'
@@ -145,3 +181,32 @@ def render_card(
         "Items point to their comment by id only.\n"
     )
     return "\n".join(part.rstrip("\n") + "\n" for part in parts)
+
+
+def _overlap_section(overlap: Mapping[str, Any]) -> str:
+    against = overlap["against"]
+    corpus = ", ".join(f"`{f['name']}` ({f['sentences_indexed']:,} sentences)" for f in against["corpus"])
+    lines = [
+        "\n## Overlap with pretraining text\n",
+        "Models do better on test items that overlap with their pretraining data (KnowRef-60K, section 3), "
+        "so every item carries `overlap_bm25`: the BM25 score of the closest sentence of an indexed corpus "
+        "under the paper's query, "
+        f"{against['query']}; {against['scoring']}. Corpus: {corpus or 'none'}; "
+        f"{against['sentences_indexed']:,} sentences indexed.\n",
+        "| items | count | score > 0 | > 25 | > 35 | sharing a 13-gram with a benchmark |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, group in overlap["groups"].items():
+        flagged = ", ".join(f"{b}: {n}" for b, n in group["benchmark_overlap"].items()) or "none"
+        lines.append(
+            f"| {name} | {group['items']:,} | {group['share_above_0']:.1%} | {group['share_above_25']:.1%} "
+            f"| {group['share_above_35']:.1%} | {flagged} |"
+        )
+    lines += [
+        "",
+        "![overlap](overlap.png)",
+        "",
+        "`benchmark_overlap` names the benchmark (WSC-273, DPR, WinoGrande) an item shares a 13-gram with "
+        "(lower-cased, punctuation removed); such items should be left out when testing on that benchmark.",
+    ]
+    return "\n".join(lines) + "\n"

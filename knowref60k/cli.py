@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -53,6 +54,12 @@ ModelOption = Annotated[
         "--model", help="spaCy pipeline name or path (default: en_core_web_sm, else en_ud_open_sm)."
     ),
 ]
+
+BenchmarksOption = Annotated[
+    Path,
+    typer.Option("--benchmarks", help="Known benchmarks (WSC-273, DPR, WinoGrande) for the 13-gram check."),
+]
+DEFAULT_BENCHMARKS = Path("../shared/data/benchmarks")
 
 
 def _fail(error: Exception) -> typer.Exit:
@@ -182,6 +189,12 @@ def release(
     keep_at_least: Annotated[int, typer.Option(help="Votes that must agree to keep an item.")] = 4,
     votes_per_item: Annotated[int, typer.Option(help="Distinct votes an item needs.")] = 5,
     split_proportions: Annotated[str, typer.Option(help="train,validation,test shares.")] = "0.8,0.1,0.1",
+    overlap_index: Annotated[
+        Path | None,
+        typer.Option(help="Overlap index (`overlap index`): adds overlap_bm25 etc. and a card section."),
+    ] = None,
+    benchmarks: BenchmarksOption = DEFAULT_BENCHMARKS,
+    model: ModelOption = None,
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.agreement import AgreementRule
@@ -195,7 +208,8 @@ def release(
             raise UserError(f"--split-proportions takes three numbers, not {split_proportions!r}") from None
         rule = AgreementRule(votes_per_item=votes_per_item, keep_at_least=keep_at_least)
         config = ReleaseConfig(rule=rule, proportions=shares)
-        made = build_release(run, votes, version, out, config)
+        audit = _overlap_audit(overlap_index, benchmarks, model) if overlap_index else None
+        made = build_release(run, votes, version, out, config, audit)
     except UserError as error:
         raise _fail(error) from None
     if made.simulated:
@@ -313,32 +327,58 @@ app.add_typer(overlap_app, name="overlap")
 IndexOption = Annotated[Path, typer.Option("--index", help="Folder of the overlap index.")]
 
 
-def _overlap_parts(model: str | None) -> tuple[Any, Any]:
+def _pipeline(model: str | None) -> Any:
     from knowref60k.nlp import Pipeline, resolve_model_name
-    from knowref60k.overlap import ItemParser
 
-    pipeline = Pipeline(resolve_model_name(load_config(None, model=model).model))
-    return pipeline, ItemParser(pipeline)
+    return Pipeline(resolve_model_name(load_config(None, model=model).model))
+
+
+def _overlap_audit(index: Path, benchmarks: Path, model: str | None) -> Any:
+    from knowref60k.audit import OverlapAudit
+
+    return OverlapAudit(index, benchmarks, _pipeline(model))
 
 
 @overlap_app.command("index")
 def overlap_index(
-    corpus: Annotated[list[Path], typer.Argument(help="Text, JSONL or Reddit dump files.")],
+    corpus: Annotated[
+        list[Path], typer.Argument(help="Text (one document per line), JSONL or Reddit dumps.")
+    ],
     index: IndexOption,
     model: ModelOption = None,
+    workers: Annotated[int, typer.Option(help="Worker processes for cleaning and splitting.")] = 2,
+    input_format: Annotated[str, typer.Option(help="auto, ndjson or text (one document per line).")] = "auto",
 ) -> None:
-    """Index every sentence of the corpus files (resumable; finished files are skipped)."""
-    from knowref60k.overlap import index_corpus
+    """Index every sentence of the corpus files; an interrupted run resumes, finished files are skipped."""
+    from knowref60k.corpus import CorpusIndexer
+    from knowref60k.nlp import resolve_model_name
 
+    table = Table(title="Overlap index")
+    for column in ("file", "lines", "sentences", "indexed", "dropped / quarantined", "state"):
+        table.add_column(column, justify="left" if column in ("file", "state") else "right")
     try:
-        pipeline, _ = _overlap_parts(model)
-        with console.status("indexing"):
-            counts = index_corpus(corpus, index, pipeline)
+        model_name = resolve_model_name(load_config(None, model=model).model)
+        with CorpusIndexer(index, model_name, workers) as indexer, _progress() as progress:
+            for path in corpus:
+                task = progress.add_task(path.name, total=path.stat().st_size if path.exists() else None)
+                started = time.perf_counter()
+                report = indexer.add_file(path, input_format, _advance(progress, task))
+                progress.update(task, completed=progress.tasks[task].total or 0)
+                seconds = time.perf_counter() - started
+                dropped = sum(sum(stage.dropped.values()) for stage in report.stats.stages.values())
+                state = "already indexed" if report.skipped else f"{seconds:.1f} s"
+                table.add_row(
+                    path.name,
+                    f"{report.lines:,}",
+                    f"{report.sentences:,}",
+                    f"{report.indexed:,}",
+                    f"{dropped:,} / {report.stats.quarantined:,}",
+                    state,
+                )
     except UserError as error:
         raise _fail(error) from None
-    for name, count in counts.items():
-        console.print(f"{name}: {count:,} sentences indexed")
-    console.print(f"Index in {index.resolve()}")
+    console.print(table)
+    console.print(f"Index in {index.resolve()} (progress and counts: indexed.json; bad lines: quarantine/)")
 
 
 @overlap_app.command("query")
@@ -346,18 +386,18 @@ def overlap_query(
     sentence: Annotated[str, typer.Argument(help="One item sentence.")],
     index: IndexOption,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines: text, score.")] = False,
-    limit: int = 10,
+    limit: Annotated[int, typer.Option(help="Hits to show.")] = 10,
     model: ModelOption = None,
 ) -> None:
     """Parse one sentence the way items are parsed, print the query and the best hits."""
-    from knowref60k.overlap import OverlapIndex
+    from knowref60k.overlap import ItemParser, OverlapIndex
 
     try:
-        _, parser = _overlap_parts(model)
-        item = parser.parse([sentence])[0]
+        overlap_index = OverlapIndex(index)
+        item = ItemParser(_pipeline(model)).parse([sentence])[0]
         if item is None:
             raise UserError("no connective followed by he/she/him/her/his/hers in that sentence")
-        hits = OverlapIndex(index).search(item, limit)
+        hits = overlap_index.search(item, limit)
     except UserError as error:
         raise _fail(error) from None
     if as_json:
@@ -378,41 +418,70 @@ def overlap_score(
     items: Annotated[Path, typer.Argument(help="An *.items.parquet file.")],
     index: IndexOption,
     out: Annotated[Path, typer.Option(help="Items with overlap_bm25, overlap_hit, benchmark_overlap.")],
-    benchmarks: Annotated[Path, typer.Option(help="Known benchmarks for the 13-gram check.")] = Path(
-        "../shared/data/benchmarks"
-    ),
+    benchmarks: BenchmarksOption = DEFAULT_BENCHMARKS,
     model: ModelOption = None,
 ) -> None:
-    """Give every item its overlap score and best hit, and flag 13-gram overlap with known benchmarks."""
+    """Score every item's renamed sentence and flag 13-gram overlap with known benchmarks."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from knowref60k.contamination import ContaminationIndex, benchmark_sentences
+    from knowref60k.audit import OVERLAP_FIELDS, marked_items_row
     from knowref60k.output import ITEM_SCHEMA, atomic_path, read_rows
-    from knowref60k.overlap import OverlapIndex, overlap_report, score_sentences
+    from knowref60k.overlap import overlap_report
 
     try:
         rows = list(read_rows(items, ITEM_SCHEMA.names, "items"))
-        _, parser = _overlap_parts(model)
+        audit = _overlap_audit(index, benchmarks, model)
         with console.status(f"scoring {len(rows):,} items"):
-            scores = score_sentences([row["sentence"] for row in rows], OverlapIndex(index), parser)
-        contamination = ContaminationIndex(benchmark_sentences(benchmarks))
+            columns = audit.columns([marked_items_row(row) for row in rows])
     except UserError as error:
         raise _fail(error) from None
-    for row, (score, hit) in zip(rows, scores, strict=True):
-        row.update(
-            overlap_bm25=score, overlap_hit=hit, benchmark_overlap=contamination.match(row["sentence"])
-        )
-    schema = ITEM_SCHEMA.append(pa.field("overlap_bm25", pa.float64())).append(
-        pa.field("overlap_hit", pa.string())
-    )
-    schema = schema.append(pa.field("benchmark_overlap", pa.string()))
+    for row, row_columns in zip(rows, columns, strict=True):
+        row.update(row_columns)
+    schema = pa.schema([*ITEM_SCHEMA, *(f for f, _ in OVERLAP_FIELDS)])
     with atomic_path(out) as temporary:
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), temporary, compression="zstd")
-    report = overlap_report([score for score, _ in scores])
+    report = overlap_report([row["overlap_bm25"] for row in rows])
     flagged = sum(row["benchmark_overlap"] is not None for row in rows)
     console.print(f"{len(rows):,} items: {report}; sharing a 13-gram with a benchmark: {flagged}")
     console.print(f"Scored items in {out.resolve()}")
+
+
+@overlap_app.command("benchmarks")
+def overlap_benchmarks(
+    index: IndexOption,
+    out: Annotated[Path, typer.Option(help="Folder for <set>.parquet, report.json and overlap.png.")],
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="wsc273, dpr-test, winogrande-dev or dpr-train (repeat)."),
+    ] = None,
+    benchmarks: BenchmarksOption = DEFAULT_BENCHMARKS,
+    model: ModelOption = None,
+) -> None:
+    """Score the known benchmarks' items against the index: the paper's report and overlap figure."""
+    from knowref60k.audit import write_benchmark_scores
+    from knowref60k.benchmarks import TEST_SETS
+
+    try:
+        audit = _overlap_audit(index, benchmarks, model)
+        with console.status("scoring benchmark items"):
+            results = audit.score_benchmarks(sets or TEST_SETS)
+    except UserError as error:
+        raise _fail(error) from None
+    report = write_benchmark_scores(results, audit, out)
+    table = Table(title=f"Overlap with {report['against']['sentences_indexed']:,} indexed sentences")
+    for column in ("set", "items", "parsed", "items/s", "> 0", "> 25", "> 35"):
+        table.add_column(column, justify="left" if column == "set" else "right")
+    for name, entry in report["sets"].items():
+        table.add_row(
+            name,
+            f"{entry['items']:,}",
+            f"{entry['parsed']:,}",
+            f"{entry['items_per_second']:,}",
+            *(f"{entry[f'share_above_{c}']:.1%}" for c in (0, 25, 35)),
+        )
+    console.print(table)
+    console.print(f"Scores, report.json and overlap.png in {out.resolve()}")
 
 
 @app.command(name="setup-model")

@@ -1,16 +1,13 @@
 """Contamination check: does an item share a 13-gram (lower-cased, punctuation removed) with any
-item of a known benchmark (WSC-273, DPR, WinoGrande, as packaged in ../shared/data/benchmarks)?"""
+item of a known benchmark (WSC-273, DPR train and test, WinoGrande dev)?"""
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import orjson
-
-from knowref60k.errors import UserError
+from knowref60k.benchmarks import read_benchmarks
 
 N = 13
 _WORDS = re.compile(r"[^\W_]+")
@@ -22,21 +19,10 @@ def ngrams(text: str, n: int = N) -> set[tuple[str, ...]]:
 
 
 def benchmark_sentences(root: Path) -> Iterator[tuple[str, str]]:
-    """(benchmark, sentence) for every item; blanks are filled with each option."""
-    if not root.is_dir():
-        raise UserError(f"benchmarks folder not found: {root} (expected ../shared/data/benchmarks)")
-    for name, path in (
-        ("wsc273", root / "wsc273" / "wsc-273.jsonl"),
-        ("winogrande", root / "winogrande" / "dev.jsonl"),
-    ):
-        for line in path.read_bytes().splitlines():
-            item = orjson.loads(line)
-            for option in (item["option1"], item["option2"]):
-                yield name, item["sentence"].replace("_", option)
-    for split in ("train", "test"):
-        with (root / "dpr" / f"{split}.tsv").open(encoding="utf-8", newline="") as handle:
-            for row in csv.DictReader(handle, delimiter="\t"):
-                yield "dpr", f"{row['sentence1']}{row['sentence2']}"
+    """(benchmark, sentence) for every item of every known benchmark, the blank filled with each option."""
+    for name, items in read_benchmarks(root).items():
+        for item in items:
+            yield from ((name, filling) for filling in item.fillings())
 
 
 class ContaminationIndex:

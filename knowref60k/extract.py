@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import multiprocessing
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +33,7 @@ from knowref60k.output import (
     write_json_atomic,
     write_quarantine,
 )
+from knowref60k.parallel import ordered_results, spawn_pool
 from knowref60k.readers import (
     LineChunk,
     check_input,
@@ -70,8 +69,6 @@ CODE = (
 )
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
 POPULAR_NAME_PERCENT = 0.01
-# Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
-WARM_CHUNKS = 2
 
 
 @dataclass
@@ -106,15 +103,10 @@ class CandidateExtractor:
             surnames=known_surnames(),
             common_words=common_words(self.pipeline.nlp),
         )
-        self._warm_chunks = WARM_CHUNKS
 
     def process(self, source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
-        """All stages on one chunk. Strings spaCy adds to its vocabulary are freed after each chunk
-        (memory zone), except during the first chunks, which warm the tokenizer's cache."""
-        if self._warm_chunks > 0:
-            self._warm_chunks -= 1
-            return self._process(source, input_format, chunk)
-        with self.pipeline.nlp.memory_zone():
+        """All stages on one chunk; the strings spaCy adds for it are freed afterwards."""
+        with self.pipeline.chunk_zone():
             return self._process(source, input_format, chunk)
 
     def _process(self, source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
@@ -395,24 +387,12 @@ class Extractor:
             for chunk in chunks:
                 yield self._local.process(source, input_format, chunk)
             return
-        pool = self._ensure_pool()
-        in_flight: deque[Future[ChunkResult]] = deque()
-        for chunk in chunks:
-            in_flight.append(pool.submit(_process_in_worker, source, input_format, chunk))
-            if len(in_flight) >= 2 * self.workers:
-                yield in_flight.popleft().result()
-        while in_flight:
-            yield in_flight.popleft().result()
+        tasks = ((source, input_format, chunk) for chunk in chunks)
+        yield from ordered_results(self._ensure_pool(), _process_in_worker, tasks, 2 * self.workers)
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                # spawn, not fork: the parent may run threads (Prefect, progress bars)
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(self.config, self.model_name),
-            )
+            self._pool = spawn_pool(self.workers, _init_worker, self.config, self.model_name)
         return self._pool
 
 

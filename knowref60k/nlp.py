@@ -6,6 +6,7 @@ import importlib.util
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ MODEL_HELP = (
 # What each step of extraction needs; everything else (parser, lemmatizer, ...) is never run.
 TAGGING_COMPONENTS = ("tok2vec", "tagger")
 NER_COMPONENTS = ("ner",)
+# Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
+WARM_CHUNKS = 2
 
 
 def model_version(name: str) -> str:
@@ -101,7 +104,16 @@ class Pipeline:
         self.sentencizer = Sentencizer()
         self._taggers = [(n, p) for n, p in self.nlp.pipeline if n in TAGGING_COMPONENTS]
         self._ner = [(n, p) for n, p in self.nlp.pipeline if n in NER_COMPONENTS]
+        self._warm_chunks = WARM_CHUNKS
         log.info("loaded spaCy pipeline %s %s", model_name, self.version)
+
+    def chunk_zone(self) -> AbstractContextManager[Any]:
+        """A memory zone that frees the strings one chunk of input adds to the vocabulary (they would
+        otherwise grow with the input), except for the first chunks, which warm the tokenizer's cache."""
+        if self._warm_chunks > 0:
+            self._warm_chunks -= 1
+            return nullcontext()
+        return self.nlp.memory_zone()
 
     def split(self, paragraph: str) -> Doc:
         """Tokenise and mark sentence starts with rules: the parser's boundaries are weak on comments."""

@@ -7,7 +7,7 @@ import gzip
 import io
 import lzma
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -171,6 +171,18 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
         yield LineChunk(next_line, carry)
 
 
+def skip_lines(chunks: Iterable[LineChunk], done: int) -> Iterator[LineChunk]:
+    """The chunks without lines 1..done (already processed by an earlier, interrupted run)."""
+    for chunk in chunks:
+        lines = chunk.data.count(b"\n") + (not chunk.data.endswith(b"\n"))
+        if chunk.first_line + lines - 1 <= done:
+            continue
+        cut = 0
+        for _ in range(done - chunk.first_line + 1):
+            cut = chunk.data.index(b"\n", cut) + 1
+        yield LineChunk(max(chunk.first_line, done + 1), chunk.data[cut:])
+
+
 def iter_lines(chunk: LineChunk) -> Iterator[tuple[int, bytes]]:
     """(line number, line without its newline) for every line of the chunk, blank ones included."""
     lines = chunk.data.split(b"\n")
@@ -222,9 +234,9 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
         return _quarantine(line_number, line, reason, str(error))
     if not isinstance(record, dict):
         return _quarantine(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
-    body = record.get("body")
+    body = record.get("body", record.get("text"))
     if not isinstance(body, str):
-        return _quarantine(line_number, line, "missing_body", "no string field 'body'")
+        return _quarantine(line_number, line, "missing_body", "no string field 'body' (or 'text')")
     created = _as_int(record.get("created_utc"))
     if created is False:
         return _quarantine(line_number, line, "bad_created_utc", repr(record.get("created_utc")))

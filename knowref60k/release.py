@@ -13,7 +13,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -28,8 +28,11 @@ from knowref60k.splits import DEFAULT_PROPORTIONS, SPLITS, split_of
 from knowref60k.stats import PipelineStats, StageStats
 from knowref60k.versioning import code_fingerprint
 
+if TYPE_CHECKING:
+    from knowref60k.audit import OverlapAudit
+
 LABEL_NAMES = ("name1", "name2")
-CODE = ("agreement", "release", "splits")
+CODE = ("agreement", "audit", "overlap", "release", "splits")
 SHARD_ROWS = 100_000
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
 
@@ -86,13 +89,18 @@ FIELDS: list[tuple[pa.Field, str]] = [
     (pa.field("created_utc", pa.int64()), "Comment time, Unix seconds."),
     (pa.field("source_file", pa.string(), nullable=False), "The dump the comment came from."),
 ]
-SCHEMA = pa.schema([f for f, _ in FIELDS])
 HF_FEATURES = {
     "label": {"names": list(LABEL_NAMES), "_type": "ClassLabel"},
     "votes": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
     "annotators": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
 }
-_HF_DTYPES = {pa.string(): "string", pa.int8(): "int8", pa.int32(): "int32", pa.int64(): "int64"}
+_HF_DTYPES = {
+    pa.string(): "string",
+    pa.int8(): "int8",
+    pa.int32(): "int32",
+    pa.int64(): "int64",
+    pa.float64(): "float64",
+}
 
 
 @dataclass(frozen=True)
@@ -110,9 +118,22 @@ class ReleaseConfig:
         return {"agreement": self.rule.to_dict(), "split_proportions": dict(self.proportions)}
 
 
-def hf_features() -> dict[str, Any]:
+def release_fields(audited: bool) -> list[tuple[pa.Field, str]]:
+    """The release's columns: the overlap audit's columns follow when the release was audited."""
+    if not audited:
+        return FIELDS
+    from knowref60k.audit import OVERLAP_FIELDS
+
+    return FIELDS + OVERLAP_FIELDS
+
+
+def release_schema(audited: bool) -> pa.Schema:
+    return pa.schema([f for f, _ in release_fields(audited)])
+
+
+def hf_features(audited: bool = False) -> dict[str, Any]:
     features: dict[str, Any] = {}
-    for f, _ in FIELDS:
+    for f, _ in release_fields(audited):
         features[f.name] = HF_FEATURES.get(
             f.name, {"dtype": _HF_DTYPES.get(f.type, "string"), "_type": "Value"}
         )
@@ -207,9 +228,15 @@ class Release:
 
 
 def build_release(
-    run_dir: Path, votes_path: Path, version: str, releases_dir: Path, config: ReleaseConfig | None = None
+    run_dir: Path,
+    votes_path: Path,
+    version: str,
+    releases_dir: Path,
+    config: ReleaseConfig | None = None,
+    audit: OverlapAudit | None = None,
 ) -> Release:
-    """Write data/releases/<version>/; refuses to overwrite an existing version."""
+    """Write data/releases/<version>/; refuses to overwrite an existing version. With an overlap audit,
+    every item gets the audit's columns and the card its report and figure."""
     config = config or ReleaseConfig()
     target = releases_dir / version
     if target.exists():
@@ -224,26 +251,33 @@ def build_release(
         if decision.status == KEPT:
             item = inputs.items[item_id]
             rows[split_of(item, config.proportions)].append(release_row(item, decision))
+    overlap = _audit(rows, audit) if audit else None
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "data").mkdir(parents=True)
     try:
-        files = _write_splits(staging, rows)
+        files = _write_splits(staging, rows, audited=overlap is not None)
         files += _write_jsonl(staging, rows)
         simulated = report.simulated_votes > 0
         counts = {name: len(split_rows) for name, split_rows in rows.items()}
         funnel = funnel_counts(inputs, report)
-        from knowref60k.card import render_card, render_funnel_png
+        from knowref60k.card import render_card, render_funnel_png, render_overlap_png
 
         render_funnel_png(funnel, staging / "funnel.png")
+        files += ["README.md", "funnel.png"]
+        if overlap:
+            curves = {name: group["curve"] for name, group in overlap["groups"].items() if group["items"]}
+            render_overlap_png(curves, staging / "overlap.png", "Overlap of the release's items")
+            files.append("overlap.png")
         sizes = {
             s: sum((staging / f).stat().st_size for f in files if f.startswith(f"data/{s}-")) for s in SPLITS
         }
         (staging / "README.md").write_text(
-            render_card(version, counts, sizes, funnel, report, config, simulated), encoding="utf-8"
+            render_card(version, counts, sizes, funnel, report, config, simulated, overlap), encoding="utf-8"
         )
-        files += ["README.md", "funnel.png"]
         manifest = _manifest(version, staging, files, inputs, report, config, simulated, counts)
+        if overlap:
+            manifest["overlap"] = overlap
         (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
         os.rename(staging, target)
     finally:
@@ -251,8 +285,21 @@ def build_release(
     return Release(version, target, counts, report, simulated)
 
 
-def _write_splits(staging: Path, rows: Mapping[str, list[dict[str, Any]]]) -> list[str]:
-    metadata = {b"huggingface": orjson.dumps({"info": {"features": hf_features()}})}
+def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dict[str, Any]:
+    """Add the overlap columns to every row; the summary per split and over all items."""
+    from knowref60k.audit import marked_release_row, overlap_summary
+
+    for split_rows in rows.values():
+        columns = audit.columns([marked_release_row(row) for row in split_rows])
+        for row, row_columns in zip(split_rows, columns, strict=True):
+            row.update(row_columns)
+    every = [row for split_rows in rows.values() for row in split_rows]
+    return overlap_summary({**rows, "all": every}, audit)
+
+
+def _write_splits(staging: Path, rows: Mapping[str, list[dict[str, Any]]], audited: bool) -> list[str]:
+    metadata = {b"huggingface": orjson.dumps({"info": {"features": hf_features(audited)}})}
+    schema = release_schema(audited).with_metadata(metadata)
     files = []
     for split, split_rows in rows.items():
         # An empty split gets no file: readers such as `datasets` fail on a Parquet file of 0 rows.
@@ -260,7 +307,7 @@ def _write_splits(staging: Path, rows: Mapping[str, list[dict[str, Any]]]) -> li
         for shard in range(shards):
             name = f"data/{split}-{shard:05d}-of-{shards:05d}.parquet"
             chunk = split_rows[shard * SHARD_ROWS : (shard + 1) * SHARD_ROWS]
-            table = pa.Table.from_pylist(chunk, schema=SCHEMA.with_metadata(metadata))
+            table = pa.Table.from_pylist(chunk, schema=schema)
             pq.write_table(table, staging / name, compression="zstd")
             files.append(name)
     return files
@@ -361,9 +408,10 @@ def load_release(path: str | Path, split: str) -> pa.Table:
     """One split of a release as a pyarrow Table (all its shards, in order)."""
     if split not in SPLITS:
         raise UserError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-    if not (Path(path) / "manifest.json").is_file():
+    manifest = Path(path) / "manifest.json"
+    if not manifest.is_file():
         raise UserError(f"{path}: no manifest.json (is this a release folder?)")
     shards = sorted((Path(path) / "data").glob(f"{split}-*.parquet"))
     if not shards:
-        return SCHEMA.empty_table()
+        return release_schema("overlap" in orjson.loads(manifest.read_bytes())).empty_table()
     return pa.concat_tables(pq.read_table(shard) for shard in shards)

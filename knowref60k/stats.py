@@ -75,6 +75,7 @@ UNITS = {
     "connective": "sentences",
     "antecedent": "sentences",
     "language": "sentences",
+    "index": "sentences",
     "dedup": "candidates",
     "perturb": "items",
 }

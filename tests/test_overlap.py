@@ -46,7 +46,7 @@ def test_paper_table_4_ranking(tmp_path: Path, extractor: CandidateExtractor) ->
             corpus += [b for _, line in iter_lines(chunk) if 30 < len(b := orjson.loads(line)["body"]) < 300]
             if len(corpus) >= 3000:
                 break
-    index = OverlapIndex(tmp_path / "index")
+    index = OverlapIndex(tmp_path / "index", create=True)
     assert index.add([*corpus[:3000], *TABLE_4, WRONG_ORDER]) == 3005
     item = ItemParser(extractor.pipeline).parse([QUERY])[0]
     assert item is not None
@@ -72,9 +72,10 @@ def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
     corpus.write_text("\n".join([*TABLE_4, WRONG_ORDER, "I like turtles."]) + "\n")
     runner = CliRunner()
     first = runner.invoke(app, ["overlap", "index", str(corpus), "--index", str(tmp_path / "ix")])
-    assert first.exit_code == 0 and "sentences indexed" in first.output, first.output
+    assert first.exit_code == 0 and "already indexed" not in first.output, first.output
     again = runner.invoke(app, ["overlap", "index", str(corpus), "--index", str(tmp_path / "ix")])
-    assert again.exit_code == 0 and "sentences indexed" not in again.output  # finished files are skipped
+    assert again.exit_code == 0 and "already indexed" in again.output
+    assert len(OverlapIndex(tmp_path / "ix")) == 6
     result = runner.invoke(app, ["overlap", "query", QUERY, "--index", str(tmp_path / "ix"), "--json"])
     assert result.exit_code == 0, result.output
     hits = [orjson.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
@@ -92,7 +93,7 @@ def test_thirteen_gram_contamination_against_the_real_benchmarks() -> None:
     assert index.match(copied) == "wsc273"
     assert (
         index.match("Sarah was a much better surgeon than Maria so Maria always got the easier cases, sadly.")
-        == "winogrande"
+        == "winogrande-dev"
     )
     assert index.match(QUERY) is None
     assert ngrams("One, two: THREE!", n=3) == {("one", "two", "three")}
@@ -115,7 +116,7 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), candidates)
     with Preparer(PrepareConfig(), tmp_path / "dedup.sqlite") as preparer:
         items = preparer.prepare_file(candidates, tmp_path).items_path
-    index = OverlapIndex(tmp_path / "ix")
+    index = OverlapIndex(tmp_path / "ix", create=True)
     index.add([LONG, "I like turtles."])
     out = tmp_path / "scored.parquet"
     result = CliRunner().invoke(
@@ -136,3 +137,121 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     (row,) = pq.read_table(out).to_pylist()
     assert row["overlap_bm25"] > 0 and row["overlap_hit"].startswith("Roderick couldn't lift")
     assert row["benchmark_overlap"] is None and "share_above_0': 1.0" in result.output
+
+
+def test_skip_lines_drops_done_lines_across_chunk_boundaries() -> None:
+    from knowref60k.readers import LineChunk, skip_lines
+
+    chunks = [LineChunk(1, b"a\nb\nc\n"), LineChunk(4, b"d\ne\n"), LineChunk(6, b"f")]
+    assert list(skip_lines(chunks, 2)) == [LineChunk(3, b"c\n"), LineChunk(4, b"d\ne\n"), LineChunk(6, b"f")]
+    assert list(skip_lines(chunks, 5)) == [LineChunk(6, b"f")]
+    assert list(skip_lines(chunks, 0)) == chunks
+
+
+def _indexed_texts(directory: Path) -> list[str]:
+    index = OverlapIndex(directory)
+    searcher = index.index.searcher()
+    hits = searcher.search(index.tantivy.Query.all_query(), 100_000).hits
+    return sorted(searcher.doc(address)["text"][0].decode() for _, address in hits)
+
+
+def test_corpus_indexing_resumes_after_a_crash_without_duplicates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extractor: CandidateExtractor
+) -> None:
+    from knowref60k.corpus import CorpusIndexer
+
+    lines = [
+        orjson.dumps({"text": f"Sentence number {i} is here. And a second one {i}."}) for i in range(300)
+    ]
+    lines[120] = b'{"text": broken'
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(b"\n".join(lines) + b"\n")
+    model = extractor.pipeline.model_name
+    with CorpusIndexer(tmp_path / "whole", model, workers=1, batch=50) as indexer:
+        whole = indexer.add_file(corpus)
+    assert (whole.lines, whole.sentences, whole.indexed, whole.stats.quarantined) == (300, 598, 598, 1)
+
+    saves = 0
+    original_save = CorpusIndexer._save
+
+    def crash_on_third_save(self: CorpusIndexer, source: str, state: dict[str, object]) -> None:
+        nonlocal saves
+        saves += 1
+        if saves == 3:  # the third batch is in the index, its progress is not recorded
+            raise RuntimeError("killed")
+        original_save(self, source, state)
+
+    monkeypatch.setattr(CorpusIndexer, "_save", crash_on_third_save)
+    with pytest.raises(RuntimeError), CorpusIndexer(tmp_path / "resumed", model, 1, 50, 1000) as indexer:
+        indexer.add_file(corpus)
+    monkeypatch.setattr(CorpusIndexer, "_save", original_save)
+    with CorpusIndexer(tmp_path / "resumed", model, workers=1, batch=50) as indexer:
+        resumed = indexer.add_file(corpus)
+        assert indexer.add_file(corpus).skipped
+    assert (resumed.lines, resumed.indexed) == (300, 598)
+    assert _indexed_texts(tmp_path / "resumed") == _indexed_texts(tmp_path / "whole")
+    quarantined = (tmp_path / "resumed" / "quarantine" / "corpus.jsonl.jsonl").read_bytes().splitlines()
+    assert [orjson.loads(line)["line_number"] for line in quarantined] == [121]
+
+    with corpus.open("ab") as handle:
+        handle.write(orjson.dumps({"body": "A comment added later."}) + b"\n")
+    with CorpusIndexer(tmp_path / "resumed", model, workers=1, batch=50) as indexer:
+        changed = indexer.add_file(corpus)
+    assert not changed.skipped and len(OverlapIndex(tmp_path / "resumed")) == 599
+
+
+def test_benchmark_items_are_read_and_parsed(extractor: CandidateExtractor) -> None:
+    from knowref60k.benchmarks import read_benchmarks
+
+    sets = read_benchmarks(shared_file("data/benchmarks"))
+    assert {name: len(items) for name, items in sets.items()} == {
+        "wsc273": 273,
+        "winogrande-dev": 1267,
+        "dpr-train": 1322,
+        "dpr-test": 564,
+    }
+    trophy, sniper = sets["wsc273"][2], sets["dpr-test"][0]
+    assert sniper.sentence == "The sniper shot the terrorist because _ was a bad guy."
+    parser = ItemParser(extractor.pipeline)
+    first, second = parser.parse([trophy.marked(), sniper.marked()])
+    assert first is not None and second is not None
+    assert (first.e1, first.pred_c, first.connective, first.e2, first.pronoun, first.pred_q) == (
+        "The trophy",
+        "doesn't fit",
+        "because",
+        "the brown suitcase",
+        "",
+        "large",
+    )
+    assert (second.e1, second.e2, second.pred_q) == ("The sniper", "the terrorist", "bad guy")
+
+
+def test_benchmarks_command_writes_scores_report_and_figure(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli import app
+
+    index = OverlapIndex(tmp_path / "ix", create=True)
+    index.add(["My trophy doesn't fit into the suitcase because it is too large.", "I like turtles."])
+    out = tmp_path / "bench"
+    args = ["overlap", "benchmarks", "--index", str(tmp_path / "ix"), "--out", str(out), "--set", "wsc273"]
+    result = CliRunner().invoke(app, [*args, "--benchmarks", str(shared_file("data/benchmarks"))])
+    assert result.exit_code == 0, result.output
+    report = orjson.loads((out / "report.json").read_bytes())["sets"]["wsc273"]
+    assert report["items"] == 273 and 0 < report["share_above_0"] < 0.05 and len(report["curve"]) == 51
+    assert (out / "overlap.png").read_bytes().startswith(b"\x89PNG")
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "wsc273.parquet").to_pylist()
+    large = [row for row in rows if row["sentence"].endswith("is too large.")]
+    assert large[0]["overlap_bm25"] > 0 and large[0]["overlap_hit"].startswith("My trophy")
+
+
+def test_a_missing_index_is_a_clear_error(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli import app
+
+    result = CliRunner().invoke(app, ["overlap", "query", QUERY, "--index", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and "no overlap index there" in result.output
+    assert not (tmp_path / "nowhere").exists()

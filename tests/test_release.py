@@ -17,7 +17,7 @@ from annotation.votes import VOTE_SCHEMA
 from knowref60k.agreement import AgreementRule, agreement, decide, fleiss_kappa
 from knowref60k.config import ExtractConfig, PrepareConfig
 from knowref60k.errors import UserError
-from knowref60k.extract import Extractor
+from knowref60k.extract import CandidateExtractor, Extractor
 from knowref60k.prepare import Preparer
 from knowref60k.release import build_release
 from knowref60k.splits import split_of
@@ -276,3 +276,36 @@ def test_release_and_stats_commands(pipeline_run: Path, tmp_path: Path) -> None:
     assert again.exit_code == 2 and "never overwritten" in again.output
     summary = runner.invoke(app, ["stats", str(tmp_path / "v3")])
     assert summary.exit_code == 0 and "knowref60k v3" in summary.output and "sha256" in summary.output
+
+
+def test_release_with_an_overlap_index_scores_items_and_reports_in_the_card(
+    pipeline_run: Path, tmp_path: Path, extractor: CandidateExtractor
+) -> None:
+    from datasets import load_dataset
+
+    from knowref60k.audit import OverlapAudit
+    from knowref60k.overlap import OverlapIndex
+    from tests.conftest import shared_file
+
+    index_dir = tmp_path / "index"
+    # The kept items' source sentences: renamed in the release, so the predicates match, the names not.
+    OverlapIndex(index_dir, create=True).add([*SENTENCES, "I like turtles."])
+    audit = OverlapAudit(index_dir, shared_file("data/benchmarks"), extractor.pipeline)
+    first = build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "a", audit=audit)
+    second = build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "b", audit=audit)
+    for path in sorted(p for p in first.path.rglob("*") if p.is_file()):
+        assert path.read_bytes() == (second.path / path.relative_to(first.path)).read_bytes(), path
+    rows = [row for split in first.splits for row in knowref60k.load_release(first.path, split).to_pylist()]
+    assert len(rows) == 3
+    for row in rows:
+        assert row["overlap_bm25"] > 0 and row["overlap_hit"] in SENTENCES
+        assert row["overlap_hit"] != row["sentence"] and row["benchmark_overlap"] is None
+    card = (first.path / "README.md").read_text()
+    assert "## Overlap with pretraining text" in card and "![overlap](overlap.png)" in card
+    assert "| all | 3 | 100.0% |" in card and "name: overlap_bm25\n    dtype: float64" in card
+    manifest = orjson.loads((first.path / "manifest.json").read_bytes())
+    assert manifest["overlap"]["groups"]["all"]["share_above_0"] == 1.0
+    assert "overlap.png" in {entry["path"] for entry in manifest["files"]}
+    assert (first.path / "overlap.png").read_bytes().startswith(b"\x89PNG")
+    dataset = load_dataset(str(first.path))
+    assert all(dataset[split].features["overlap_bm25"].dtype == "float64" for split in dataset)
