@@ -12,7 +12,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 
 LS_VENV ?= .venv-labelstudio
 
-.PHONY: help setup model run test lint unit eval bench clean labelstudio labelstudio-stop chromium bench-annotation demo serve
+.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop chromium bench-annotation demo serve
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ eval: setup ## Recall against the KnowRef (2019) reference sentences
 bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst
 	$(PY) benchmarks/bench_extract.py
 	$(PY) benchmarks/bench_prepare.py
+
+bench-overlap: setup ## Overlap index of RC_sample_1M.zst; WSC / DPR / WinoGrande scored against it (docs/overlap-benchmarks.png)
+	$(PY) benchmarks/bench_overlap.py
 
 bench-annotation: setup $(LS_VENV)/.installed ## Push 10k items to / collect 50k votes from a fresh Label Studio
 	$(PY) benchmarks/bench_annotation.py

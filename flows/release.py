@@ -1,6 +1,7 @@
 """Prefect flow: collect the votes, then cut a release.
 
 python -m flows.release --version 2026.11 [--run output/run] [--votes-dir output/annotation]
+                        [--overlap-index output/overlap]
 """
 
 from __future__ import annotations
@@ -19,8 +20,17 @@ from knowref60k.release import build_release
 
 
 @task
-def cut_release(run_dir: str, votes_path: str, version: str, releases_dir: str) -> dict[str, Any]:
-    made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir))
+def cut_release(
+    run_dir: str, votes_path: str, version: str, releases_dir: str, overlap_index: str | None = None
+) -> dict[str, Any]:
+    audit = None
+    if overlap_index:
+        from knowref60k.audit import OverlapAudit
+        from knowref60k.nlp import Pipeline, resolve_model_name
+        from knowref60k.paths import BENCHMARKS_DIR
+
+        audit = OverlapAudit(Path(overlap_index), BENCHMARKS_DIR, Pipeline(resolve_model_name(None)))
+    made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), audit=audit)
     return {
         "path": str(made.path),
         "splits": made.splits,
@@ -35,9 +45,11 @@ def release_flow(
     run_dir: str = "output/run",
     votes_dir: str = "output/annotation",
     releases_dir: str = "data/releases",
+    overlap_index: str | None = None,
 ) -> dict[str, Any]:
+    """With `overlap_index`, items get overlap scores and the card the overlap report."""
     collected = collect_votes(votes_dir)
-    return cut_release(run_dir, collected["votes_path"], version, releases_dir)
+    return cut_release(run_dir, collected["votes_path"], version, releases_dir, overlap_index)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,10 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default="output/run")
     parser.add_argument("--votes-dir", default="output/annotation")
     parser.add_argument("--out", default="data/releases")
+    parser.add_argument("--overlap-index", default=None, help="Folder of an overlap index (optional).")
     args = parser.parse_args(argv)
     console = make_console()
     try:
-        made = release_flow(args.version, args.run, args.votes_dir, args.out)
+        made = release_flow(args.version, args.run, args.votes_dir, args.out, args.overlap_index)
     except UserError as error:
         console.print(f"[bold red]error:[/] {error}")
         return 2

@@ -28,6 +28,7 @@ from rich.table import Table
 from annotation.cli import annotate_app
 from knowref60k.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
 from knowref60k.errors import UserError
+from knowref60k.paths import BENCHMARKS_DIR
 from knowref60k.stats import PipelineStats
 
 app = typer.Typer(
@@ -59,7 +60,7 @@ BenchmarksOption = Annotated[
     Path,
     typer.Option("--benchmarks", help="Known benchmarks (WSC-273, DPR, WinoGrande) for the 13-gram check."),
 ]
-DEFAULT_BENCHMARKS = Path("../shared/data/benchmarks")
+DEFAULT_BENCHMARKS = BENCHMARKS_DIR
 
 
 def _fail(error: Exception) -> typer.Exit:

@@ -157,7 +157,7 @@ class CorpusIndexer:
         with open_input(path) as (raw, stream):
             chunks = skip_lines(iter_line_chunks(stream, path.name, self.read_size), state["lines"])
             pending: list[SplitChunk] = []
-            for result in self._split(input_format, chunks):
+            for result in self.split_chunks(input_format, chunks):
                 pending.append(result)
                 if sum(len(chunk.sentences) for chunk in pending) >= self.batch:
                     self._commit(source, state, pending, quarantine)
@@ -180,7 +180,8 @@ class CorpusIndexer:
             self.index.remove_source(source)
         return {"identity": identity, "lines": 0, "complete": False, "stats": _corpus_stats().to_dict()}
 
-    def _split(self, input_format: str, chunks: Iterable[LineChunk]) -> Iterator[SplitChunk]:
+    def split_chunks(self, input_format: str, chunks: Iterable[LineChunk]) -> Iterator[SplitChunk]:
+        """The chunks cleaned and split into sentences by the worker pool, in order."""
         if self.workers == 1:
             self._local = self._local or SentenceSplitter(self.model_name)
             yield from (self._local.split_chunk(input_format, chunk) for chunk in chunks)

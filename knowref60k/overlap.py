@@ -76,7 +76,8 @@ def _predicate(doc: Doc, start: int, end: int, limit: int) -> str:
 def _keeps(word: str, tag: str, negated: bool) -> bool:
     if word in NEGATIONS or (tag.startswith(("MD", "VB")) and negated):
         return True
-    return tag.startswith(PREDICATE_TAGS) and tag != "MD" and word not in AUXILIARIES
+    # A proper noun names an entity: it is content, not part of what is predicated.
+    return tag.startswith(PREDICATE_TAGS) and not tag.startswith(("MD", "NNP")) and word not in AUXILIARIES
 
 
 def parse_item(doc: Doc, connectives: ConnectiveFinder) -> ParsedItem | None:
@@ -149,10 +150,20 @@ def _parsed(
     return ParsedItem(
         e1=doc[s1:e1].text,
         e2=doc[s2:e2].text,
-        pred_c=_predicate(doc, e1, s2, 4) or _predicate(doc, e2, pivot.start if pivot else pronoun, 4),
+        pred_c=_context_predicate(doc, first, second, pivot.start if pivot else pronoun),
         connective=doc[pivot.start : pivot.end].text if pivot else "",
         pronoun="" if doc[pronoun].text == BLANK else doc[pronoun].text,
         pred_q=_predicate(doc, pronoun + 1, clause_end, 3),
+    )
+
+
+def _context_predicate(doc: Doc, first: tuple[int, int], second: tuple[int, int], boundary: int) -> str:
+    """PredC: between the antecedents ("couldn't lift"), else between the second and the connective,
+    else before the first ("I poured water from the bottle into the cup")."""
+    return (
+        _predicate(doc, first[1], second[0], 4)
+        or _predicate(doc, second[1], boundary, 4)
+        or _predicate(doc, 0, first[0], 4)
     )
 
 

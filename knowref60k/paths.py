@@ -1,4 +1,4 @@
-"""Where the project's own small data lives (name lists, bot lists)."""
+"""Where the project's own small data lives (name lists, bot lists), and the shared data beside it."""
 
 from __future__ import annotations
 
@@ -7,3 +7,6 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("KNOWREF60K_DATA_DIR", REPO_ROOT / "data"))
+# The shared data beside the repository (dumps, benchmarks, models): read, never copied in.
+SHARED_DIR = Path(os.environ.get("KNOWREF60K_SHARED_DIR", REPO_ROOT.parent / "shared"))
+BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"

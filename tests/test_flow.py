@@ -111,3 +111,19 @@ def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
     items = sorted((out / "items").glob("*.items.parquet"))
     assert [p.name for p in items] == ["RC_2099-01.items.parquet", "RC_2099-02.items.parquet"]
     assert pq.read_table(items[0]).num_rows == 1
+
+
+def test_overlap_flow_indexes_once_and_scores_the_benchmarks(tmp_path: Path) -> None:
+    from flows.overlap import overlap_flow
+    from knowref60k.overlap import OverlapIndex
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(
+        "The trophy doesn't fit into the brown suitcase because it is too large.\nI like turtles.\n"
+    )
+    first = overlap_flow([str(corpus)], str(tmp_path / "ix"), str(tmp_path / "scores"))
+    assert [f["indexed"] for f in first["files"]] == [2] and len(OverlapIndex(tmp_path / "ix")) == 2
+    wsc = first["benchmarks"]["sets"]["wsc273"]
+    assert wsc["items"] == 273 and wsc["share_above_0"] > 0
+    again = overlap_flow([str(corpus)], str(tmp_path / "ix"))
+    assert again["files"][0]["skipped"] and len(OverlapIndex(tmp_path / "ix")) == 2

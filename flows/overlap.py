@@ -1,0 +1,83 @@
+"""Prefect flow: index reference corpora for the overlap audit (one task per file), then score the
+known benchmarks against the index.
+
+python -m flows.overlap CORPUS... [--index output/overlap] [--benchmarks-out output/overlap-benchmarks]
+
+Tasks run one after another: an index has one writer. A retried or relaunched task resumes after the
+last batch it recorded, and a finished file is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+
+from knowref60k.cli import make_console
+from knowref60k.errors import UserError
+from knowref60k.nlp import resolve_model_name
+
+
+@task(retries=2, retry_delay_seconds=10, task_run_name="index {corpus_path}")
+def index_corpus_file(corpus_path: str, index_dir: str, workers: int = 2) -> dict[str, Any]:
+    from knowref60k.corpus import CorpusIndexer
+
+    with CorpusIndexer(Path(index_dir), resolve_model_name(None), workers) as indexer:
+        report = indexer.add_file(Path(corpus_path))
+    get_run_logger().info(
+        "%s: %d sentences indexed%s", report.path.name, report.indexed, " (already)" if report.skipped else ""
+    )
+    return {
+        "source": corpus_path,
+        "skipped": report.skipped,
+        "lines": report.lines,
+        "indexed": report.indexed,
+    }
+
+
+@task(task_run_name="score benchmarks against {index_dir}")
+def score_benchmarks(index_dir: str, out_dir: str) -> dict[str, Any]:
+    from knowref60k.audit import OverlapAudit, write_benchmark_scores
+    from knowref60k.benchmarks import TEST_SETS
+    from knowref60k.nlp import Pipeline
+    from knowref60k.paths import BENCHMARKS_DIR
+
+    audit = OverlapAudit(Path(index_dir), BENCHMARKS_DIR, Pipeline(resolve_model_name(None)))
+    report = write_benchmark_scores(audit.score_benchmarks(TEST_SETS), audit, Path(out_dir))
+    return {"report_path": str(Path(out_dir) / "report.json"), "sets": report["sets"]}
+
+
+@flow(name="overlap-index")
+def overlap_flow(
+    corpus: list[str], index_dir: str = "output/overlap", benchmarks_out: str | None = None
+) -> dict[str, Any]:
+    files = [index_corpus_file(path, index_dir) for path in corpus]
+    scored = score_benchmarks(index_dir, benchmarks_out) if benchmarks_out else None
+    return {"index": index_dir, "files": files, "benchmarks": scored}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Index corpora for the overlap audit under Prefect.")
+    parser.add_argument("corpus", nargs="+")
+    parser.add_argument("--index", default="output/overlap")
+    parser.add_argument("--benchmarks-out", default=None, help="Also score WSC, DPR and WinoGrande here.")
+    args = parser.parse_args(argv)
+    console = make_console()
+    try:
+        result = overlap_flow(args.corpus, args.index, args.benchmarks_out)
+    except UserError as error:
+        console.print(f"[bold red]error:[/] {error}")
+        return 2
+    for report in result["files"]:
+        console.print(f"{report['source']}: {report['indexed']:,} sentences indexed")
+    console.print(f"Index in {Path(args.index).resolve()}")
+    if result["benchmarks"]:
+        console.print(f"Benchmark scores in {result['benchmarks']['report_path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
