@@ -353,11 +353,14 @@ def overlap_index(
     """Index every sentence of the corpus files; an interrupted run resumes, finished files are skipped."""
     from knowref60k.corpus import CorpusIndexer
     from knowref60k.nlp import resolve_model_name
+    from knowref60k.readers import check_input
 
     table = Table(title="Overlap index")
     for column in ("file", "lines", "sentences", "indexed", "dropped / quarantined", "state"):
         table.add_column(column, justify="left" if column in ("file", "state") else "right")
     try:
+        for path in corpus:
+            check_input(path)  # every file, before hours of indexing the first ones
         model_name = resolve_model_name(load_config(None, model=model).model)
         with CorpusIndexer(index, model_name, workers) as indexer, _progress() as progress:
             for path in corpus:
