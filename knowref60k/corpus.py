@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +22,7 @@ from knowref60k.cleaning import Cleaner
 from knowref60k.nlp import Pipeline
 from knowref60k.output import source_identity, write_json_atomic, write_quarantine
 from knowref60k.overlap import OverlapIndex
-from knowref60k.parallel import ordered_results, spawn_pool
+from knowref60k.parallel import WorkerPool
 from knowref60k.readers import (
     READ_SIZE,
     LineChunk,
@@ -81,19 +80,6 @@ class SentenceSplitter:
             return SplitChunk(chunk.first_line, last_line, sentences, quarantined, stats)
 
 
-_worker: SentenceSplitter | None = None
-
-
-def _init_worker(model_name: str) -> None:
-    global _worker
-    _worker = SentenceSplitter(model_name)
-
-
-def _split_in_worker(input_format: str, chunk: LineChunk) -> SplitChunk:
-    assert _worker is not None, "worker used before its initializer ran"
-    return _worker.split_chunk(input_format, chunk)
-
-
 @dataclass
 class CorpusFileReport:
     """What indexing one corpus file did; `skipped` when it was already complete."""
@@ -124,14 +110,12 @@ class CorpusIndexer:
         self.read_size = read_size
         self.index = OverlapIndex(directory, create=True)
         self.model_name = model_name
-        self.workers = max(1, workers)
         self.batch = batch
         self.progress_path = directory / PROGRESS_FILE
         self.progress: dict[str, Any] = (
             orjson.loads(self.progress_path.read_bytes()) if self.progress_path.exists() else {}
         )
-        self._pool: ProcessPoolExecutor | None = None
-        self._local: SentenceSplitter | None = None
+        self._workers = WorkerPool(workers, SentenceSplitter, model_name)
 
     def __enter__(self) -> CorpusIndexer:
         return self
@@ -139,8 +123,7 @@ class CorpusIndexer:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
+        self._workers.close()
 
     def add_file(
         self, path: Path, input_format: str = "auto", progress: ProgressCallback | None = None
@@ -182,14 +165,10 @@ class CorpusIndexer:
 
     def split_chunks(self, input_format: str, chunks: Iterable[LineChunk]) -> Iterator[SplitChunk]:
         """The chunks cleaned and split into sentences by the worker pool, in order."""
-        if self.workers == 1:
-            self._local = self._local or SentenceSplitter(self.model_name)
-            yield from (self._local.split_chunk(input_format, chunk) for chunk in chunks)
-            return
-        if self._pool is None:
-            self._pool = spawn_pool(self.workers, _init_worker, self.model_name)
-        tasks = ((input_format, chunk) for chunk in chunks)
-        yield from ordered_results(self._pool, _split_in_worker, tasks, 2 * self.workers)
+        results: Iterator[SplitChunk] = self._workers.map(
+            "split_chunk", ((input_format, chunk) for chunk in chunks)
+        )
+        return results
 
     def _commit(
         self, source: str, state: dict[str, Any], pending: Sequence[SplitChunk], quarantine: Path

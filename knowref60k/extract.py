@@ -6,7 +6,6 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +32,7 @@ from knowref60k.output import (
     write_json_atomic,
     write_quarantine,
 )
-from knowref60k.parallel import ordered_results, spawn_pool
+from knowref60k.parallel import WorkerPool
 from knowref60k.readers import (
     LineChunk,
     check_input,
@@ -234,18 +233,6 @@ def _row(source: str, sentence: _Sentence, phrases: tuple[NounPhrase, NounPhrase
 
 # ---- worker processes: one extractor per process, built by the pool's initializer ----
 
-_worker: CandidateExtractor | None = None
-
-
-def _init_worker(config: ExtractConfig, model_name: str) -> None:
-    global _worker
-    _worker = CandidateExtractor(config, model_name)
-
-
-def _process_in_worker(source: str, input_format: str, chunk: LineChunk) -> ChunkResult:
-    assert _worker is not None, "worker used before its initializer ran"
-    return _worker.process(source, input_format, chunk)
-
 
 @dataclass
 class FileReport:
@@ -281,8 +268,7 @@ class Extractor:
         self.fingerprint = "-".join(
             (config.fingerprint(self.model_name, model_version(self.model_name)), code_fingerprint(*CODE))
         )
-        self._pool: ProcessPoolExecutor | None = None
-        self._local: CandidateExtractor | None = None
+        self._workers = WorkerPool(self.workers, CandidateExtractor, config, self.model_name)
 
     def __enter__(self) -> Extractor:
         return self
@@ -290,9 +276,7 @@ class Extractor:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        self._workers.close()
 
     def outputs(self, path: Path, out_dir: Path) -> tuple[Path, Path, Path]:
         stem = output_stem(path)
@@ -381,19 +365,10 @@ class Extractor:
 
     def _results(self, source: str, input_format: str, chunks: Iterable[LineChunk]) -> Iterator[ChunkResult]:
         """Chunk results in input order; at most two chunks per worker in flight (constant memory)."""
-        if self.workers == 1:
-            if self._local is None:
-                self._local = CandidateExtractor(self.config, self.model_name)
-            for chunk in chunks:
-                yield self._local.process(source, input_format, chunk)
-            return
-        tasks = ((source, input_format, chunk) for chunk in chunks)
-        yield from ordered_results(self._ensure_pool(), _process_in_worker, tasks, 2 * self.workers)
-
-    def _ensure_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = spawn_pool(self.workers, _init_worker, self.config, self.model_name)
-        return self._pool
+        results: Iterator[ChunkResult] = self._workers.map(
+            "process", ((source, input_format, chunk) for chunk in chunks)
+        )
+        return results
 
 
 def merge_stats(stats_files: Iterable[Path]) -> PipelineStats:

@@ -1,4 +1,5 @@
-"""Worker pools that return chunk results in input order with a bounded number in flight."""
+"""A pool of worker processes, each holding one object built once (a loaded spaCy model, say), whose
+method is applied to a stream of tasks with the results returned in input order."""
 
 from __future__ import annotations
 
@@ -6,30 +7,65 @@ import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any
 
-Result = TypeVar("Result")
-
-
-def spawn_pool(workers: int, initializer: Callable[..., None], *initargs: Any) -> ProcessPoolExecutor:
-    """Processes that each run `initializer` once (load a model there, not per task)."""
-    return ProcessPoolExecutor(
-        max_workers=workers,
-        # spawn, not fork: the parent may run threads (Prefect, progress bars, tantivy)
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=initializer,
-        initargs=initargs,
-    )
+_worker: Any = None
 
 
-def ordered_results(
-    pool: ProcessPoolExecutor, function: Callable[..., Result], tasks: Iterable[tuple[Any, ...]], window: int
-) -> Iterator[Result]:
-    """`function(*task)` for every task, in order; at most `window` tasks in flight (constant memory)."""
-    in_flight: deque[Future[Result]] = deque()
-    for task in tasks:
-        in_flight.append(pool.submit(function, *task))
-        if len(in_flight) >= window:
+def _build_worker(factory: Callable[..., Any], *args: Any) -> None:
+    global _worker
+    _worker = factory(*args)
+
+
+def _call_worker(method: str, *task: Any) -> Any:
+    return getattr(_worker, method)(*task)
+
+
+class WorkerPool:
+    """`factory(*args)` once per worker process; `map` calls one of its methods on every task, in order,
+    with at most two tasks per worker in flight (constant memory). One worker runs in this process.
+    Use as a context manager."""
+
+    def __init__(self, workers: int, factory: Callable[..., Any], *args: Any) -> None:
+        self.workers = max(1, workers)
+        self._factory = factory
+        self._args = args
+        self._pool: ProcessPoolExecutor | None = None
+        self._local: Any = None
+
+    def map(self, method: str, tasks: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
+        if self.workers == 1:
+            if self._local is None:
+                self._local = self._factory(*self._args)
+            bound = getattr(self._local, method)
+            yield from (bound(*task) for task in tasks)
+            return
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                # spawn, not fork: the parent may run threads (Prefect, progress bars, tantivy)
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_build_worker,
+                initargs=(self._factory, *self._args),
+            )
+        in_flight: deque[Future[Any]] = deque()
+        for task in tasks:
+            in_flight.append(self._pool.submit(_call_worker, method, *task))
+            if len(in_flight) >= 2 * self.workers:
+                yield in_flight.popleft().result()
+        while in_flight:
             yield in_flight.popleft().result()
-    while in_flight:
-        yield in_flight.popleft().result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
