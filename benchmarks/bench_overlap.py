@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from knowref60k.audit import OverlapAudit, write_benchmark_scores
-from knowref60k.benchmarks import TEST_SETS, read_benchmarks
+from knowref60k.benchmarks import TEST_SETS
 from knowref60k.cli import make_console
 from knowref60k.corpus import CorpusIndexer
 from knowref60k.nlp import Pipeline, resolve_model_name
@@ -57,9 +57,10 @@ def build_index(path: Path, model_name: str, workers: int, directory: Path) -> t
 
 def parse_only(audit: OverlapAudit) -> dict[str, float]:
     """Items/s of parsing each test set without searching (after a warm-up on other items)."""
-    audit.parser.parse([item.marked() for item in read_benchmarks(BENCHMARKS, ("dpr-train",))["dpr-train"]])
+    audit.parser.parse([item.marked() for item in audit.benchmarks["dpr-train"]])
     rates = {}
-    for name, items in read_benchmarks(BENCHMARKS, TEST_SETS).items():
+    for name in TEST_SETS:
+        items = audit.benchmarks[name]
         started = time.perf_counter()
         audit.parser.parse([item.marked() for item in items])
         rates[name] = len(items) / (time.perf_counter() - started)

@@ -42,10 +42,8 @@ def index_corpus_file(corpus_path: str, index_dir: str, workers: int = 2) -> dic
 def score_benchmarks(index_dir: str, out_dir: str) -> dict[str, Any]:
     from knowref60k.audit import OverlapAudit, write_benchmark_scores
     from knowref60k.benchmarks import TEST_SETS
-    from knowref60k.nlp import Pipeline
-    from knowref60k.paths import BENCHMARKS_DIR
 
-    audit = OverlapAudit(Path(index_dir), BENCHMARKS_DIR, Pipeline(resolve_model_name(None)))
+    audit = OverlapAudit.load(Path(index_dir))
     report = write_benchmark_scores(audit.score_benchmarks(TEST_SETS), audit, Path(out_dir))
     return {"report_path": str(Path(out_dir) / "report.json"), "sets": report["sets"]}
 

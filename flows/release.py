@@ -26,10 +26,8 @@ def cut_release(
     audit = None
     if overlap_index:
         from knowref60k.audit import OverlapAudit
-        from knowref60k.nlp import Pipeline, resolve_model_name
-        from knowref60k.paths import BENCHMARKS_DIR
 
-        audit = OverlapAudit(Path(overlap_index), BENCHMARKS_DIR, Pipeline(resolve_model_name(None)))
+        audit = OverlapAudit.load(Path(overlap_index))
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), audit=audit)
     return {
         "path": str(made.path),

@@ -15,7 +15,8 @@ import pyarrow as pa
 from knowref60k.benchmarks import BenchmarkItem, read_benchmarks
 from knowref60k.contamination import ContaminationIndex, benchmark_sentences
 from knowref60k.corpus import indexed_corpus
-from knowref60k.nlp import Pipeline
+from knowref60k.errors import UserError
+from knowref60k.nlp import Pipeline, resolve_model_name
 from knowref60k.overlap import (
     SLOP,
     ItemParser,
@@ -26,6 +27,7 @@ from knowref60k.overlap import (
     overlap_report,
     score_items,
 )
+from knowref60k.paths import BENCHMARKS_DIR
 from knowref60k.records import Span
 
 OVERLAP_FIELDS: list[tuple[pa.Field, str]] = [
@@ -73,14 +75,21 @@ class BenchmarkScores:
 
 
 class OverlapAudit:
-    """The index, the parser and the benchmarks' 13-grams, loaded once for many items."""
+    """The index, the parser, the known benchmarks and their 13-grams, loaded once for many items."""
 
     def __init__(self, index_dir: Path, benchmarks_dir: Path, pipeline: Pipeline) -> None:
         self.index_dir = index_dir
         self.index = OverlapIndex(index_dir)
-        self.benchmarks_dir = benchmarks_dir
-        self.contamination = ContaminationIndex(benchmark_sentences(benchmarks_dir))
+        self.benchmarks = read_benchmarks(benchmarks_dir)
+        self.contamination = ContaminationIndex(benchmark_sentences(self.benchmarks))
         self.parser = ItemParser(pipeline)
+
+    @classmethod
+    def load(
+        cls, index_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR, model: str | None = None
+    ) -> OverlapAudit:
+        """With the spaCy pipeline `model` (default: the first installed default pipeline)."""
+        return cls(index_dir, benchmarks_dir, Pipeline(resolve_model_name(model)))
 
     def columns(self, items: Sequence[MarkedItem]) -> list[dict[str, Any]]:
         """The overlap columns of every item, in order."""
@@ -94,8 +103,14 @@ class OverlapAudit:
         ]
 
     def score_benchmarks(self, names: Sequence[str]) -> list[BenchmarkScores]:
+        unknown = [name for name in names if name not in self.benchmarks]
+        if unknown:
+            raise UserError(
+                f"unknown benchmark set(s) {', '.join(unknown)}; known: {', '.join(self.benchmarks)}"
+            )
         results = []
-        for name, items in read_benchmarks(self.benchmarks_dir, tuple(names)).items():
+        for name in names:
+            items = self.benchmarks[name]
             started = time.perf_counter()
             overlaps = list(score_items([item.marked() for item in items], self.index, self.parser))
             results.append(BenchmarkScores(name, items, overlaps, time.perf_counter() - started))
@@ -111,6 +126,11 @@ class OverlapAudit:
         }
 
 
+def _shares(scores: Sequence[float]) -> dict[str, Any]:
+    """Items, the paper's shares above 0 / 25 / 35, and the curve over the cut-offs 0-50."""
+    return {"items": len(scores), **overlap_report(scores), "curve": overlap_curve(scores)}
+
+
 def overlap_summary(groups: Mapping[str, Sequence[Mapping[str, Any]]], audit: OverlapAudit) -> dict[str, Any]:
     """Per group of rows with overlap columns: the paper's shares, the curve, contamination counts."""
     summary: dict[str, Any] = {"against": audit.describe(), "groups": {}}
@@ -118,9 +138,7 @@ def overlap_summary(groups: Mapping[str, Sequence[Mapping[str, Any]]], audit: Ov
         scores = [row["overlap_bm25"] for row in rows]
         flagged = Counter(row["benchmark_overlap"] for row in rows if row["benchmark_overlap"])
         summary["groups"][name] = {
-            "items": len(rows),
-            **overlap_report(scores),
-            "curve": overlap_curve(scores),
+            **_shares(scores),
             "benchmark_overlap": dict(sorted(flagged.items())),
         }
     return summary
@@ -144,12 +162,10 @@ def write_benchmark_scores(
         with atomic_path(out / f"{result.name}.parquet") as temporary:
             pq.write_table(pa.Table.from_pylist(rows), temporary, compression="zstd")
         report["sets"][result.name] = {
-            "items": len(rows),
             "parsed": sum(overlap.query is not None for overlap in result.overlaps),
             "seconds": round(result.seconds, 3),
             "items_per_second": round(len(rows) / result.seconds, 1) if result.seconds else None,
-            **overlap_report(result.scores),
-            "curve": overlap_curve(result.scores),
+            **_shares(result.scores),
         }
     write_json_atomic(out / "report.json", report)
     curves = {name: entry["curve"] for name, entry in report["sets"].items()}

@@ -52,20 +52,18 @@ def _find(text: str, phrase: str) -> Span | None:
     return Span(match.start(), match.end()) if match else None
 
 
-def read_benchmark(root: Path, name: str) -> list[BenchmarkItem]:
-    if name not in FILES:
-        raise UserError(f"unknown benchmark {name!r}; known: {', '.join(FILES)}")
-    path = root / FILES[name]
+def read_benchmarks(root: Path) -> dict[str, list[BenchmarkItem]]:
+    """Every known set's items, by set name."""
+    if not root.is_dir():
+        raise UserError(f"benchmarks folder not found: {root} (expected ../shared/data/benchmarks)")
+    return {name: _read_set(root / relative, name) for name, relative in FILES.items()}
+
+
+def _read_set(path: Path, name: str) -> list[BenchmarkItem]:
     if not path.is_file():
         raise UserError(f"benchmark file not found: {path} (expected ../shared/data/benchmarks)")
     reader = _read_dpr if path.suffix == ".tsv" else _read_blank_jsonl
     return list(reader(path, name))
-
-
-def read_benchmarks(root: Path, names: tuple[str, ...] = tuple(FILES)) -> dict[str, list[BenchmarkItem]]:
-    if not root.is_dir():
-        raise UserError(f"benchmarks folder not found: {root} (expected ../shared/data/benchmarks)")
-    return {name: read_benchmark(root, name) for name in names}
 
 
 def _read_blank_jsonl(path: Path, name: str) -> Iterator[BenchmarkItem]:

@@ -328,16 +328,10 @@ app.add_typer(overlap_app, name="overlap")
 IndexOption = Annotated[Path, typer.Option("--index", help="Folder of the overlap index.")]
 
 
-def _pipeline(model: str | None) -> Any:
-    from knowref60k.nlp import Pipeline, resolve_model_name
-
-    return Pipeline(resolve_model_name(load_config(None, model=model).model))
-
-
 def _overlap_audit(index: Path, benchmarks: Path, model: str | None) -> Any:
     from knowref60k.audit import OverlapAudit
 
-    return OverlapAudit(index, benchmarks, _pipeline(model))
+    return OverlapAudit.load(index, benchmarks, load_config(None, model=model).model)
 
 
 @overlap_app.command("index")
@@ -394,11 +388,13 @@ def overlap_query(
     model: ModelOption = None,
 ) -> None:
     """Parse one sentence the way items are parsed, print the query and the best hits."""
+    from knowref60k.nlp import Pipeline, resolve_model_name
     from knowref60k.overlap import ItemParser, OverlapIndex
 
     try:
         overlap_index = OverlapIndex(index)
-        item = ItemParser(_pipeline(model)).parse([sentence])[0]
+        pipeline = Pipeline(resolve_model_name(load_config(None, model=model).model))
+        item = ItemParser(pipeline).parse([sentence])[0]
         if item is None:
             raise UserError("no connective followed by he/she/him/her/his/hers in that sentence")
         hits = overlap_index.search(item, limit)

@@ -4,10 +4,9 @@ item of a known benchmark (WSC-273, DPR train and test, WinoGrande dev)?"""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from knowref60k.benchmarks import read_benchmarks
+from knowref60k.benchmarks import BenchmarkItem
 
 N = 13
 _WORDS = re.compile(r"[^\W_]+")
@@ -18,9 +17,9 @@ def ngrams(text: str, n: int = N) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
-def benchmark_sentences(root: Path) -> Iterator[tuple[str, str]]:
-    """(benchmark, sentence) for every item of every known benchmark, the blank filled with each option."""
-    for name, items in read_benchmarks(root).items():
+def benchmark_sentences(sets: Mapping[str, Sequence[BenchmarkItem]]) -> Iterator[tuple[str, str]]:
+    """(benchmark, sentence) for every item of every set, the blank filled with each option."""
+    for name, items in sets.items():
         for item in items:
             yield from ((name, filling) for filling in item.fillings())
 

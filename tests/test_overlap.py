@@ -84,9 +84,10 @@ def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
 
 
 def test_thirteen_gram_contamination_against_the_real_benchmarks() -> None:
+    from knowref60k.benchmarks import read_benchmarks
     from knowref60k.contamination import ContaminationIndex, benchmark_sentences, ngrams
 
-    index = ContaminationIndex(benchmark_sentences(shared_file("data/benchmarks")))
+    index = ContaminationIndex(benchmark_sentences(read_benchmarks(shared_file("data/benchmarks"))))
     copied = (
         "So the city councilmen refused the demonstrators a permit because the demonstrators feared violence."
     )
