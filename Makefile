@@ -55,10 +55,12 @@ lint: setup ## ruff check, ruff format --check, mypy
 unit: setup ## Only the fast unit tests
 	$(VENV)/bin/pytest -q -m "not integration"
 
-chromium: ## Debian's Chromium for the browser test (installed with apt-get when missing and root)
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+chromium: ## Debian's Chromium for the browser test (apt-get when missing; a failure stops `make test` in CI)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
+		echo "installing Debian's chromium (apt-get) for the browser test" && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
-		echo "chromium could not be installed: the browser test will be skipped"
+		{ echo "chromium could not be installed (apt-get install chromium, as root)" >&2; \
+		  [ "$$CI" != true ] && echo "outside CI the browser test will be skipped" >&2; }
 
 test: setup $(LS_VENV)/.installed chromium lint ## Lint plus the whole test suite
 	$(VENV)/bin/pytest -q

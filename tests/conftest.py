@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -22,12 +23,95 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# Tests that use these need a spaCy pipeline, ../shared or a server: they must be marked integration.
+HEAVY_FIXTURES = frozenset(
+    {
+        "extractor",
+        "reddit_slice",
+        "label_studio",
+        "label_studio_server",
+        "label_studio_template",
+        "pipeline_run",
+    }
+)
+_unit_test_running = False
+
+
+def missing_prerequisite(message: str) -> NoReturn:
+    """Skip a test whose prerequisite is missing, except in CI (`CI=true`), where a test not run must
+    not pass as green: there it fails."""
+    if IN_CI:
+        pytest.fail(f"prerequisite missing in CI: {message}", pytrace=False)
+    pytest.skip(message)
+
+
 def shared_file(relative: str) -> Path:
-    """A file under ../shared; the test is skipped, saying which file is missing, when it is absent."""
+    """A file under ../shared; the test is skipped (failed in CI), saying which file is missing, when it
+    is absent."""
+    if _unit_test_running:
+        pytest.fail("a unit test reads ../shared: mark it @pytest.mark.integration", pytrace=False)
     path = SHARED / relative
     if not path.exists():
-        pytest.skip(f"shared data missing: {path} (tests read it from ../shared beside the repo)")
+        missing_prerequisite(f"shared data missing: {path} (tests read it from ../shared beside the repo)")
     return path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    unmarked = [
+        item.nodeid
+        for item in items
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))
+        and not item.get_closest_marker("integration")
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests use a spaCy pipeline, ../shared or a server but are not marked integration:\n  "
+            + "\n  ".join(unmarked)
+        )
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_light(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test without the integration mark may not load a spaCy pipeline or read ../shared, so that
+    `make unit` stays fast and honest."""
+    global _unit_test_running
+    if request.node.get_closest_marker("integration"):
+        yield
+        return
+    import spacy
+
+    def refuse(*_: object, **__: object) -> NoReturn:
+        pytest.fail("a unit test loads a spaCy pipeline: mark it @pytest.mark.integration", pytrace=False)
+
+    monkeypatch.setattr(spacy, "load", refuse)
+    _unit_test_running = True
+    try:
+        yield
+    finally:
+        _unit_test_running = False
+
+
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped:
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In CI every skip fails the run: a green CI means every test ran."""
+    if IN_CI and _skipped and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    terminalreporter.write_line(
+        f"skipped tests: {len(_skipped)}"
+        + (" (CI=true: a skip fails the run)" if IN_CI and _skipped else "")
+        + "".join(f"\n  {nodeid}" for nodeid in _skipped)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +151,7 @@ def label_studio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
     from annotation.server import LABEL_STUDIO
 
     if not LABEL_STUDIO.exists():
-        pytest.skip(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
+        missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
     settings = Settings(
         url=f"http://127.0.0.1:{free_port()}",
         username="admin@knowref60k.test",

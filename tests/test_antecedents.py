@@ -29,6 +29,7 @@ def assert_offsets_consistent(row: dict[str, Any]) -> None:
         assert row["sentence"][row[f"{field}_start"] : row[f"{field}_end"]] == row[field]
 
 
+@pytest.mark.integration
 def test_accepts_a_classic_item_with_offsets(extractor: CandidateExtractor) -> None:
     row = only_row(extractor, "Roderick is painting a portrait of Madeline, but every pose exhausts her.")
     assert (row["antecedent1"], row["antecedent2"], row["pronoun"]) == ("Roderick", "Madeline", "her")
@@ -39,30 +40,35 @@ def test_accepts_a_classic_item_with_offsets(extractor: CandidateExtractor) -> N
     assert_offsets_consistent(row)
 
 
+@pytest.mark.integration
 def test_capitalised_pronoun_is_found(extractor: CandidateExtractor) -> None:
     row = only_row(extractor, "Jessica tried to call Michael yesterday, but He never picked up the phone.")
     assert row["pronoun"] == "He" and row["pronoun_gender"] == "male"
     assert_offsets_consistent(row)
 
 
+@pytest.mark.integration
 def test_dan_and_danny_are_two_different_antecedents(extractor: CandidateExtractor) -> None:
     row = only_row(extractor, "Dan played tennis with Danny all afternoon because he was bored at home.")
     assert {row["antecedent1"], row["antecedent2"]} == {"Dan", "Danny"}
     assert_offsets_consistent(row)
 
 
+@pytest.mark.integration
 def test_antecedent_named_again_after_the_connective_is_rejected(extractor: CandidateExtractor) -> None:
     rows, stages = run(extractor, "Dan played tennis with Danny all afternoon because Dan said he was bored.")
     assert rows == []
     assert stages["antecedent"]["dropped"] == {"antecedent_repeated_after_connective": 1}
 
 
+@pytest.mark.integration
 def test_two_separate_connectives_are_rejected(extractor: CandidateExtractor) -> None:
     rows, stages = run(extractor, "Dan called Mary because he was bored at home, but she did not answer him.")
     assert rows == []
     assert stages["connective"]["dropped"] == {"too_many_connectives": 1}
 
 
+@pytest.mark.integration
 def test_non_person_noun_phrase_is_rejected(extractor: CandidateExtractor) -> None:
     rows, stages = run(
         extractor, "The storm damaged the old bridge near the town, so he stayed home all week."
@@ -71,12 +77,14 @@ def test_non_person_noun_phrase_is_rejected(extractor: CandidateExtractor) -> No
     assert stages["antecedent"]["dropped"] == {"fewer_than_two_persons": 1}
 
 
+@pytest.mark.integration
 def test_pronoun_before_the_connective_is_rejected(extractor: CandidateExtractor) -> None:
     rows, stages = run(extractor, "John told Mary about his new car, but she did not listen to a word.")
     assert rows == []
     assert stages["antecedent"]["dropped"] == {"pronoun_before_connective": 1}
 
 
+@pytest.mark.integration
 def test_multi_word_and_hyphenated_names_stay_whole(extractor: CandidateExtractor) -> None:
     row = only_row(extractor, "Daniel Day-Lewis worked with Tony Parker for years, but he never liked it.")
     assert (row["antecedent1"], row["antecedent2"]) == ("Daniel Day-Lewis", "Tony Parker")
@@ -112,6 +120,7 @@ def test_noun_phrase_chunking_on_tags() -> None:
     assert base_noun_phrases(["DT", "JJ", "VBD", "NN"], 4) == [(3, 4)]
 
 
+@pytest.mark.integration
 def test_capitalised_common_word_at_sentence_start_is_no_person(extractor: CandidateExtractor) -> None:
     rows, stages = run(
         extractor, "Race was a factor in the perception of Peyton Hillis, and that hurt his chances."
@@ -120,6 +129,7 @@ def test_capitalised_common_word_at_sentence_start_is_no_person(extractor: Candi
     assert stages["antecedent"]["dropped"] == {"fewer_than_two_persons": 1}
 
 
+@pytest.mark.integration
 def test_popular_first_name_at_sentence_start_is_a_person(extractor: CandidateExtractor) -> None:
     row = only_row(
         extractor, "Mark was a factor in the decision of Peyton Hillis, and that hurt his chances."

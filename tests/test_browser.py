@@ -11,10 +11,9 @@ import pytest
 
 from annotation.client import LabelStudioClient
 from annotation.settings import Settings
-from tests.conftest import REPO
+from tests.conftest import REPO, missing_prerequisite
 from tests.test_annotation import item
 
-pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "output" / "test-artifacts"
 # Without the background-networking flags Chromium keeps trying hosts this closed network refuses.
@@ -29,11 +28,12 @@ CHROMIUM_FLAGS = [
 ]
 
 
+@pytest.mark.integration
 def test_annotator_labels_in_the_browser_and_collect_sees_the_vote(
     label_studio: Settings, tmp_path: Path
 ) -> None:
     if not Path(CHROMIUM).exists():
-        pytest.skip("chromium missing: `make test` installs Debian's chromium (apt-get install chromium)")
+        missing_prerequisite("chromium missing: `make test` installs Debian's chromium (apt-get)")
     from playwright.sync_api import sync_playwright
 
     settings = dataclasses.replace(label_studio, project="browser test")

@@ -14,8 +14,6 @@ from knowref60k.config import ExtractConfig
 from knowref60k.errors import UserError
 from knowref60k.extract import Extractor, candidate_id, output_stem
 
-pytestmark = pytest.mark.integration
-
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 
 
@@ -30,6 +28,7 @@ def write_ndjson(path: Path, bodies: list[str], extra_lines: list[bytes] = ()) -
     return path
 
 
+@pytest.mark.integration
 def test_same_input_gives_byte_identical_output_whatever_the_workers(
     tmp_path: Path, reddit_slice: Path
 ) -> None:
@@ -42,6 +41,7 @@ def test_same_input_gives_byte_identical_output_whatever_the_workers(
     assert first.stats.to_dict() == second.stats.to_dict()
 
 
+@pytest.mark.integration
 def test_every_stage_accounts_for_what_it_dropped(tmp_path: Path, reddit_slice: Path) -> None:
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(reddit_slice, tmp_path)
@@ -56,6 +56,7 @@ def test_every_stage_accounts_for_what_it_dropped(tmp_path: Path, reddit_slice: 
     assert stages["language"]["out"] == report.candidates > 0
 
 
+@pytest.mark.integration
 def test_bad_lines_are_quarantined_and_counted_not_fatal(tmp_path: Path) -> None:
     source = write_ndjson(tmp_path / "RC_2099-01.ndjson", [GOOD, "fine"], [b'{"id": "cut', b"\xff\xfe"])
     with Extractor(ExtractConfig(), workers=1) as extractor:
@@ -72,6 +73,7 @@ def test_bad_lines_are_quarantined_and_counted_not_fatal(tmp_path: Path) -> None
     assert row["candidate_id"] == candidate_id("RC_2099-01.ndjson", "c0", "0:0", GOOD)
 
 
+@pytest.mark.integration
 def test_rerun_skips_and_a_changed_config_reruns(tmp_path: Path) -> None:
     source = write_ndjson(tmp_path / "RC_2099-02.ndjson", [GOOD])
     with Extractor(ExtractConfig(), workers=1) as extractor:
@@ -82,6 +84,7 @@ def test_rerun_skips_and_a_changed_config_reruns(tmp_path: Path) -> None:
         assert not extractor.extract_file(source, tmp_path / "out").skipped
 
 
+@pytest.mark.integration
 def test_no_partial_output_survives_a_failure(tmp_path: Path) -> None:
     source = tmp_path / "RC_2099-03.gz"
     source.write_bytes(b"\x1f\x8b\x08\x00 not really gzip")

@@ -22,9 +22,8 @@ from knowref60k.slicing import write_line_range
 from tests.conftest import REPO, shared_file
 from tests.test_annotation import item
 
-pytestmark = pytest.mark.integration
 
-
+@pytest.mark.integration
 def test_sigkill_in_the_middle_of_extraction_then_rerun_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     dump = tmp_path / "RC_sample_300k.zst"
     write_line_range(shared_file("data/reddit/RC_sample_1M.zst"), dump, 400_000, 300_000)
@@ -49,6 +48,7 @@ def test_sigkill_in_the_middle_of_extraction_then_rerun_loses_and_duplicates_not
     assert not list(out.glob(".*.partial"))
 
 
+@pytest.mark.integration
 def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(
     label_studio_server: Server,
 ) -> None:

@@ -14,8 +14,6 @@ from knowref60k.extract import CandidateExtractor
 from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from tests.conftest import shared_file
 
-pytestmark = pytest.mark.integration
-
 
 def check_candidate(row: dict[str, object], extractor: CandidateExtractor) -> None:
     sentence = str(row["sentence"])
@@ -35,6 +33,7 @@ def check_item(item: dict[str, object]) -> None:
     assert sentence[item["perturbed_pronoun_start"] : item["perturbed_pronoun_end"]] == item["pronoun"]  # type: ignore[misc]
 
 
+@pytest.mark.integration
 def test_pipeline_extracts_prepares_then_skips_finished_files(
     tmp_path: Path, reddit_slice: Path, extractor: CandidateExtractor
 ) -> None:
@@ -93,6 +92,7 @@ def test_pipeline_reports_a_missing_input_clearly(tmp_path: Path) -> None:
     assert main([str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "out")]) == 2
 
 
+@pytest.mark.integration
 def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
     from flows.watch import watch_flow
 
@@ -113,6 +113,7 @@ def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
     assert pq.read_table(items[0]).num_rows == 1
 
 
+@pytest.mark.integration
 def test_overlap_flow_indexes_once_and_scores_the_benchmarks(tmp_path: Path) -> None:
     from flows.overlap import overlap_flow
     from knowref60k.overlap import OverlapIndex

@@ -63,6 +63,7 @@ def test_paper_table_4_ranking(tmp_path: Path, extractor: CandidateExtractor) ->
     assert scores.get(WRONG_ORDER, 0.0) == 0.0
 
 
+@pytest.mark.integration
 def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -83,6 +84,7 @@ def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
     assert WRONG_ORDER not in {hit["text"] for hit in hits}
 
 
+@pytest.mark.integration
 def test_thirteen_gram_contamination_against_the_real_benchmarks() -> None:
     from knowref60k.benchmarks import read_benchmarks
     from knowref60k.contamination import ContaminationIndex, benchmark_sentences, ngrams
@@ -100,6 +102,7 @@ def test_thirteen_gram_contamination_against_the_real_benchmarks() -> None:
     assert ngrams("One, two: THREE!", n=3) == {("one", "two", "three")}
 
 
+@pytest.mark.integration
 def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: CandidateExtractor) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -156,6 +159,7 @@ def _indexed_texts(directory: Path) -> list[str]:
     return sorted(searcher.doc(address)["text"][0].decode() for _, address in hits)
 
 
+@pytest.mark.integration
 def test_corpus_indexing_resumes_after_a_crash_without_duplicates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extractor: CandidateExtractor
 ) -> None:
@@ -201,6 +205,7 @@ def test_corpus_indexing_resumes_after_a_crash_without_duplicates(
     assert not changed.skipped and len(OverlapIndex(tmp_path / "resumed")) == 599
 
 
+@pytest.mark.integration
 def test_benchmark_items_are_read_and_parsed(extractor: CandidateExtractor) -> None:
     from knowref60k.benchmarks import read_benchmarks
 
@@ -227,6 +232,7 @@ def test_benchmark_items_are_read_and_parsed(extractor: CandidateExtractor) -> N
     assert (second.e1, second.e2, second.pred_q) == ("The sniper", "the terrorist", "bad guy")
 
 
+@pytest.mark.integration
 def test_benchmarks_command_writes_scores_report_and_figure(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -82,6 +82,7 @@ def check_item(row: dict[str, Any], item: Any) -> None:
     assert item.name1 in first_names and item.name2 in first_names
 
 
+@pytest.mark.integration
 def test_perturbation_offsets_names_and_gender(extractor: CandidateExtractor) -> None:
     rows = candidates(extractor, SENTENCES)
     assert len(rows) == len(SENTENCES)

@@ -13,14 +13,17 @@ import pyarrow.parquet as pq
 import pytest
 
 import knowref60k
-from annotation.votes import VOTE_SCHEMA
+from annotation.tasks import task_for
+from annotation.votes import VOTE_SCHEMA, votes_from_export
 from knowref60k.agreement import AgreementRule, agreement, decide, fleiss_kappa
 from knowref60k.config import ExtractConfig, PrepareConfig
 from knowref60k.errors import UserError
 from knowref60k.extract import CandidateExtractor, Extractor
+from knowref60k.output import ITEM_SCHEMA
 from knowref60k.prepare import Preparer
-from knowref60k.release import build_release
+from knowref60k.release import build_release, opaque
 from knowref60k.splits import split_of
+from knowref60k.stats import PipelineStats
 
 RULE = AgreementRule()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -73,6 +76,44 @@ def test_a_person_voting_twice_counts_once_with_the_latest_vote() -> None:
     assert (decision.status, decision.strength) == ("kept", 5)
 
 
+def test_only_the_first_five_distinct_annotators_count() -> None:
+    # Four for antecedent1, then two for antecedent2: the sixth person's vote comes too late to count.
+    votes = [vote(n, "antecedent1", n) for n in range(4)] + [
+        vote(4, "antecedent2", 4),
+        vote(5, "antecedent2", 5),
+    ]
+    decision = decide("i", votes, RULE)
+    assert (decision.status, decision.label, decision.strength) == ("kept", "antecedent1", 4)
+    assert [v["annotator_id"] for v in decision.votes] == [0, 1, 2, 3, 4]
+    # Cast in another order, the first five are 3 against 2: ambiguous.
+    late = [vote(n, "antecedent1", n + 10) for n in range(4)]
+    early = [vote(4, "antecedent2", 0), vote(5, "antecedent2", 1)]
+    decision = decide("i", late + early, RULE)
+    assert (decision.status, decision.strength) == ("rejected_ambiguous", 3)
+    assert [v["annotator_id"] for v in decision.votes] == [4, 5, 0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("rule", "choices", "status", "strength"),
+    [
+        (AgreementRule(keep_at_least=5), ["antecedent1"] * 4 + ["antecedent2"], "rejected_ambiguous", 4),
+        (AgreementRule(keep_at_least=5), ["antecedent2"] * 5, "kept", 5),
+        (AgreementRule(keep_at_least=3), ["antecedent1"] * 3 + ["neither"] * 2, "kept", 3),
+        (AgreementRule(votes_per_item=3, keep_at_least=2), ["antecedent2"] * 2 + ["neither"], "kept", 2),
+        (
+            AgreementRule(votes_per_item=3, keep_at_least=3),
+            ["neither"] * 2 + ["antecedent1"],
+            "rejected_neither",
+            2,
+        ),
+        (AgreementRule(votes_per_item=7, keep_at_least=6), ["antecedent1"] * 6, "pending", 0),
+    ],
+)
+def test_custom_agreement_rules(rule: AgreementRule, choices: list[str], status: str, strength: int) -> None:
+    decision = decide("i", [vote(n, c, n) for n, c in enumerate(choices)], rule)
+    assert (decision.status, decision.strength) == (status, strength)
+
+
 def test_fleiss_kappa_against_hand_computed_examples() -> None:
     # Fleiss (1971) as tabulated on Wikipedia: 10 subjects, 14 raters, 5 categories, kappa = 0.210.
     table = [
@@ -107,19 +148,141 @@ def test_agreement_statistics_and_flagged_annotators() -> None:
     assert report.label_balance == {"antecedent1": 10}
 
 
-def test_splits_group_threads_stay_stable_and_follow_the_proportions() -> None:
+# Pinned: a change of the salt, the hash or the cut points moves released items between splits.
+PINNED_SPLITS = {
+    "t3_a": "train",
+    "t3_b": "train",
+    "t3_c": "test",
+    "t3_d": "validation",
+    "t3_g": "test",
+    "t3_h": "test",
+    "t3_k": "validation",
+    "t3_t": "train",
+}
+
+
+def test_splits_are_pinned_per_thread_and_follow_the_proportions() -> None:
+    pinned = {link: split_of({"candidate_id": "any", "link_id": link}) for link in PINNED_SPLITS}
+    assert pinned == PINNED_SPLITS
+    assert split_of({"candidate_id": "solo", "link_id": None}) == "train"
+    assert split_of({"candidate_id": "solo7", "link_id": None}) == "test"
     items = [{"candidate_id": f"c{n}", "link_id": f"t3_{n // 3}"} for n in range(30_000)]
-    splits = {item["candidate_id"]: split_of(item) for item in items}
-    for n in range(0, 30_000, 3):
-        assert splits[f"c{n}"] == splits[f"c{n + 1}"] == splits[f"c{n + 2}"]
-    shares = {
-        name: list(splits.values()).count(name) / len(splits) for name in ("train", "validation", "test")
-    }
+    splits = [split_of(item) for item in items]
+    assert all(splits[n] == splits[n + 1] == splits[n + 2] for n in range(0, 30_000, 3))
+    shares = {name: splits.count(name) / len(splits) for name in ("train", "validation", "test")}
     assert shares["train"] == pytest.approx(0.8, abs=0.02) and shares["test"] == pytest.approx(0.1, abs=0.02)
-    more = items + [{"candidate_id": f"new{n}", "link_id": f"t3_new{n}"} for n in range(1000)]
-    assert all(split_of(item) == splits[item["candidate_id"]] for item in more[:30_000])
     lonely = [split_of({"candidate_id": f"solo{n}", "link_id": None}) for n in range(300)]
     assert len(set(lonely)) == 3  # no thread id: each item is its own group
+
+
+def synthetic_run(run: Path, threads: dict[str, int]) -> Path:
+    """A pipeline folder without extraction: `count` items for each thread, and the stats a release reads."""
+    rows = []
+    for link_id, count in threads.items():
+        for n in range(count):
+            sentence = f"Anna met Beth in {link_id} at {n}, but she left."
+            start = sentence.index("she")
+            offsets = {"start": start, "end": start + 3}
+            rows.append(
+                {
+                    "candidate_id": f"{link_id}-{n}",
+                    "source_file": "RC_2099-01.ndjson",
+                    "line_number": n + 1,
+                    "comment_id": f"{link_id}-{n}",
+                    "link_id": link_id,
+                    "subreddit": "test",
+                    "created_utc": 1_700_000_000,
+                    "sentence": sentence,
+                    "connective": ",",
+                    "connective_start": sentence.index(","),
+                    "connective_end": sentence.index(",") + 1,
+                    "antecedent1": "Anna",
+                    "antecedent1_start": 0,
+                    "antecedent1_end": 4,
+                    "antecedent2": "Beth",
+                    "antecedent2_start": 9,
+                    "antecedent2_end": 13,
+                    "pronoun": "she",
+                    "pronoun_start": offsets["start"],
+                    "pronoun_end": offsets["end"],
+                    "pronoun_gender": "female",
+                    "perturbed_sentence": sentence,
+                    "name1": "Anna",
+                    "name1_start": 0,
+                    "name1_end": 4,
+                    "name2": "Beth",
+                    "name2_start": 9,
+                    "name2_end": 13,
+                    "perturbed_pronoun_start": offsets["start"],
+                    "perturbed_pronoun_end": offsets["end"],
+                    "perturbation_seed": 0,
+                }
+            )
+    (run / "items").mkdir(parents=True)
+    (run / "candidates").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA), run / "items" / "RC_2099-01.items.parquet")
+    stats = {
+        "source_file": "RC_2099-01.ndjson",
+        "source": {"size": 1},
+        "source_sha256": "0" * 64,
+        "stats": PipelineStats().to_dict(),
+    }
+    (run / "candidates" / "RC_2099-01.stats.json").write_bytes(orjson.dumps(stats))
+    votes = [vote(a, "antecedent1", a, row["candidate_id"]) for row in rows for a in range(5)]
+    pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), run / "votes.parquet")
+    return run
+
+
+def released_splits(release_path: Path) -> dict[str, str]:
+    return {
+        row["id"]: split
+        for split in ("train", "validation", "test")
+        for row in knowref60k.load_release(release_path, split).to_pylist()
+    }
+
+
+def test_adding_items_to_a_release_moves_none_between_splits(tmp_path: Path) -> None:
+    threads = {f"t3_{n}": 1 + n % 3 for n in range(120)}
+    small = synthetic_run(tmp_path / "small", threads)
+    first = released_splits(build_release(small, small / "votes.parquet", "v1", tmp_path / "rel").path)
+    grown = {**{link: count + 2 for link, count in threads.items()}, **{f"t3_new{n}": 2 for n in range(200)}}
+    large = synthetic_run(tmp_path / "large", grown)
+    second = released_splits(build_release(large, large / "votes.parquet", "v2", tmp_path / "rel").path)
+    assert len(first) == sum(threads.values()) == 240 and len(second) == 240 + 240 + 400
+    assert {item: second[item] for item in first} == first  # no item moved
+    for link, count in grown.items():  # the added items of a thread follow it
+        assert len({second[f"{link}-{n}"] for n in range(count)}) == 1
+    assert set(first.values()) == set(second.values()) == {"train", "validation", "test"}
+    assert {link: second[f"{link}-0"] for link in ("t3_0", "t3_5", "t3_17")} == {
+        link: split_of({"candidate_id": "", "link_id": link}) for link in ("t3_0", "t3_5", "t3_17")
+    }
+
+
+def test_release_command_applies_a_custom_agreement_rule(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli import app
+
+    run = synthetic_run(tmp_path / "run", {"t3_a": 2, "t3_b": 2})
+    votes = pq.read_table(run / "votes.parquet").to_pylist()
+    for v in votes:  # t3_a-0 gets 4 of 5, every other item 5 of 5
+        if v["item_id"] == "t3_a-0" and v["annotator_id"] == 0:
+            v["choice"] = "antecedent2"
+    pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), run / "votes.parquet")
+    args = ["release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--out", str(tmp_path / "r")]
+    strict = CliRunner().invoke(app, [*args, "--version", "strict", "--keep-at-least", "5"])
+    assert strict.exit_code == 0, strict.output
+    assert "'kept': 3" in strict.output and "'rejected_ambiguous': 1" in strict.output
+    assert sorted(released_splits(tmp_path / "r" / "strict")) == ["t3_a-1", "t3_b-0", "t3_b-1"]
+    loose = CliRunner().invoke(app, [*args, "--version", "loose"])
+    assert loose.exit_code == 0 and "'kept': 4" in loose.output
+    manifest = orjson.loads((tmp_path / "r" / "strict" / "manifest.json").read_bytes())
+    assert manifest["config"]["agreement"]["keep_at_least"] == 5
+
+
+def test_annotator_ids_are_pinned_opaque_hashes() -> None:
+    assert opaque(7) == "annotator-44a380a6a4"
+    assert opaque("7") == opaque(7) != opaque(8)
 
 
 SENTENCES = [
@@ -176,6 +339,7 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
+@pytest.mark.integration
 def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp_path: Path) -> None:
     first = build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "a")
     second = build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "b")
@@ -199,6 +363,11 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
         "rejected_neither": 1,
     }
     assert sum(first.splits.values()) == 3
+    # Fleiss' kappa by hand over the 5 complete items (a1, a2, neither): [5,0,0] [0,4,1] [3,2,0] [1,0,4]
+    # [0,5,0]: P = (1 + .6 + .4 + .6 + 1) / 5 = .72; Pe = .36² + .44² + .2² = .3632; (.72 - .3632) / .6368
+    assert first.report.kappa == pytest.approx(0.560302, abs=1e-6)
+    for name in files:  # the comment author's user name is never released, in any file
+        assert b"secret_user_name" not in (first.path / name).read_bytes(), name
     with pytest.raises(UserError, match="never overwritten"):
         build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "a")
 
@@ -206,7 +375,7 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
     assert card.splitlines()[1].startswith("# WARNING: built from SIMULATED votes")
     assert "WARNING: SIMULATED VOTES" in card and "secret_user_name" not in card
     manifest = orjson.loads((first.path / "manifest.json").read_bytes())
-    assert next(iter(manifest)) == "warning"
+    assert next(iter(manifest)) == "warning" and manifest["agreement"]["fleiss_kappa"] == 0.5603
     assert (
         manifest["sources"][0]["file"] == "RC_2099-01.ndjson" and len(manifest["sources"][0]["sha256"]) == 64
     )
@@ -232,6 +401,89 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
     )
 
 
+# Who each pronoun refers to, by the original antecedent's text (the release shows new names).
+REFERENTS = {
+    SENTENCES[0]: "Madeline",
+    SENTENCES[1]: "Dan",
+    SENTENCES[2]: "Michael",
+    SENTENCES[3]: "Daniel Day-Lewis",
+    SENTENCES[4]: "Peyton Hillis",
+    SENTENCES[5]: "Hillary",
+}
+EXPECTED_LABELS = dict(zip(SENTENCES, (1, 0, 1, 0, 1, 0), strict=True))
+
+
+def label_studio_export(items: list[dict[str, Any]], seeds: dict[str, int]) -> list[dict[str, Any]]:
+    """Tasks as Label Studio exports them: each item shown with the names in the order its seed gives,
+    five annotators clicking the name of the referent (one of them the other name, for some items)."""
+    tasks = []
+    for number, item in enumerate(items):
+        data = task_for(item, seeds[item["candidate_id"]])["data"]
+        right = item["name1"] if item["antecedent1"] == REFERENTS[item["sentence"]] else item["name2"]
+        wrong = item["name2"] if right == item["name1"] else item["name1"]
+        clicks = [right] * 4 + [wrong if number % 2 else right]
+        annotations = [
+            {
+                "id": number * 10 + a,
+                "completed_by": a + 1,
+                "was_cancelled": False,
+                "lead_time": 4.0,
+                "created_at": f"2026-01-01T10:0{a}:00Z",
+                "updated_at": f"2026-01-01T10:0{a}:00Z",
+                "result": [{"type": "choices", "value": {"choices": [label]}}],
+            }
+            for a, label in enumerate(clicks)
+        ]
+        tasks.append({"id": number + 1, "data": data, "annotations": annotations})
+    return tasks
+
+
+@pytest.mark.integration
+def test_release_labels_follow_the_votes_whatever_order_the_names_were_shown_in(
+    pipeline_run: Path, tmp_path: Path
+) -> None:
+    items = pq.read_table(next((pipeline_run / "items").glob("*.items.parquet"))).to_pylist()
+    assert sorted(item["sentence"] for item in items) == sorted(SENTENCES)
+    # For every item, one seed that shows name1 first and one that shows name2 first.
+    orders: dict[bool, dict[str, int]] = {True: {}, False: {}}
+    for item in items:
+        for seed in range(64):
+            first = task_for(item, seed)["data"]["options"][0]["value"] == item["name1"]
+            orders[first].setdefault(item["candidate_id"], seed)
+    assert all(len(seeds) == len(items) for seeds in orders.values())
+    by_id = {item["candidate_id"]: item for item in items}
+
+    def expected(item_id: str) -> tuple[int, str]:
+        """The label and the name of the referent, from the literal table above."""
+        item = by_id[item_id]
+        label = EXPECTED_LABELS[item["sentence"]]
+        assert item[f"antecedent{label + 1}"] == REFERENTS[item["sentence"]]
+        return label, item[f"name{label + 1}"]
+
+    for shown_first, seeds in orders.items():
+        votes, _ = votes_from_export(label_studio_export(items, seeds), frozenset())
+        votes_path = tmp_path / f"votes-{shown_first}.parquet"
+        pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), votes_path)
+        made = build_release(pipeline_run, votes_path, f"v-{shown_first}", tmp_path / "releases")
+        assert made.report.status_counts == {"kept": 6}
+        seen = []
+        for split in (name for name, count in made.splits.items() if count):
+            parquet = pq.read_table(made.path / "data" / f"{split}-00000-of-00001.parquet").to_pylist()
+            loaded = knowref60k.load_release(made.path, split).to_pylist()
+            for row in [*parquet, *loaded]:
+                label, name = expected(row["id"])
+                assert (row["label"], row[f"name{label + 1}"]) == (label, name)
+                assert row["sentence"][row[f"name{label + 1}_start"] : row[f"name{label + 1}_end"]] == name
+            for line in (made.path / "jsonl" / f"{split}.jsonl").read_bytes().splitlines():
+                record = orjson.loads(line)
+                item = by_id[record["id"]]
+                assert (record["candidate0"], record["candidate1"]) == (item["name1"], item["name2"])
+                assert record["correct_candidate"] == expected(record["id"])[1]
+                seen.append(record["id"])
+        assert sorted(seen) == sorted(by_id)
+
+
+@pytest.mark.integration
 def test_release_loads_with_pandas_duckdb_and_datasets(pipeline_run: Path, tmp_path: Path) -> None:
     import duckdb
     import pandas as pd
@@ -254,6 +506,7 @@ def test_missing_inputs_are_clear_errors(tmp_path: Path) -> None:
         knowref60k.load_release(tmp_path, "test")
 
 
+@pytest.mark.integration
 def test_release_and_stats_commands(pipeline_run: Path, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -278,6 +531,7 @@ def test_release_and_stats_commands(pipeline_run: Path, tmp_path: Path) -> None:
     assert summary.exit_code == 0 and "knowref60k v3" in summary.output and "sha256" in summary.output
 
 
+@pytest.mark.integration
 def test_release_with_an_overlap_index_scores_items_and_reports_in_the_card(
     pipeline_run: Path, tmp_path: Path, extractor: CandidateExtractor
 ) -> None:
