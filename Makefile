@@ -68,9 +68,8 @@ test: setup $(LS_VENV)/.installed chromium lint ## Lint plus the whole test suit
 eval: setup ## Recall against the KnowRef (2019) reference sentences
 	$(VENV)/bin/knowref60k eval --out output/eval
 
-bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst
-	$(PY) benchmarks/bench_extract.py
-	$(PY) benchmarks/bench_prepare.py
+bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst (fails when a target is missed)
+	@$(PY) benchmarks/bench_extract.py; missed=$$?; $(PY) benchmarks/bench_prepare.py && exit $$missed
 
 bench-overlap: setup ## Overlap index of RC_sample_1M.zst; WSC / DPR / WinoGrande scored against it (docs/overlap-benchmarks.png)
 	$(PY) benchmarks/bench_overlap.py

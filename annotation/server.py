@@ -6,6 +6,7 @@ python -m annotation.server start|stop|status
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -56,6 +57,7 @@ class Server:
     def pid(self) -> int | None:
         try:
             pid = int(self.pid_file.read_text())
+            _reap(pid)
             os.kill(pid, 0)
         except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
             return None
@@ -127,6 +129,12 @@ class Server:
             os.killpg(pid, signal.SIGKILL)
         self.pid_file.unlink(missing_ok=True)
         return f"Label Studio (pid {pid}) stopped"
+
+
+def _reap(pid: int) -> None:
+    """Collect a server that exited while this process is its parent: a zombie would look alive."""
+    with contextlib.suppress(ChildProcessError):  # not our child, or already collected
+        os.waitpid(pid, os.WNOHANG)
 
 
 def main(argv: list[str] | None = None) -> int:

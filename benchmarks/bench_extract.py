@@ -208,10 +208,14 @@ def main() -> int:
     console.print(f"extraction, {args.small_lines:,}-line prefix: {small.describe()}")
     console.print(f"extraction, whole file: {full.describe()}")
     console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
+    missed = 0
     for name, met, value in targets(small, full, small_base, base):
         console.print(f"{'MET   ' if met else 'MISSED'} {name}: {value}")
+        missed += not met
     console.print(f"Results in {(args.out / 'bench.json').resolve()}")
-    return 0
+    if missed:
+        console.print(f"[red]{missed} target(s) missed[/]")
+    return 1 if missed else 0
 
 
 def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:

@@ -144,8 +144,9 @@ def label_studio(label_studio_server: Server) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def label_studio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A real Label Studio server on a free loopback port, with its own data, stopped afterwards."""
+def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
+    """A stopped Label Studio whose database is migrated and has its admin: the first start takes about
+    two minutes, a copy of its data starts in seconds."""
     import secrets
 
     from annotation.server import LABEL_STUDIO
@@ -159,7 +160,39 @@ def label_studio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
         api_key=secrets.token_hex(20),
         project="knowref60k test",
     )
-    server = Server(settings, tmp_path_factory.mktemp("labelstudio"))
+    template = Server(settings, tmp_path_factory.mktemp("labelstudio-template"))
+    template.start()
+    template.stop()
+    return template
+
+
+def server_from_template(template: Server, state_dir: Path) -> Server:
+    """A server of its own (a copy of the template's data, a free port): tests that stop it touch no other."""
+    import dataclasses
+    import shutil
+
+    server = Server(dataclasses.replace(template.settings, url=f"http://127.0.0.1:{free_port()}"), state_dir)
+    shutil.copytree(template.data_dir, server.data_dir)
+    return server
+
+
+@pytest.fixture(scope="session")
+def label_studio_server(
+    label_studio_template: Server, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A real Label Studio server on a free loopback port, shared by the session, stopped afterwards."""
+    server = server_from_template(label_studio_template, tmp_path_factory.mktemp("labelstudio"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_label_studio(label_studio_template: Server, tmp_path: Path) -> Iterator[Server]:
+    """A Label Studio for one test alone, for tests that stop and restart it."""
+    server = server_from_template(label_studio_template, tmp_path / "labelstudio")
     server.start()
     try:
         yield server

@@ -14,7 +14,7 @@ import pytest
 from annotation.cli import simulated_truth
 from annotation.client import LabelStudioClient, _simulated_choice
 from annotation.settings import Settings
-from annotation.tasks import NEITHER, sentence_html, task_for
+from annotation.tasks import NEITHER, names_first_is_name1, sentence_html, task_for
 from annotation.votes import votes_from_export
 from knowref60k.errors import UserError
 
@@ -48,8 +48,11 @@ def test_task_shows_the_sentence_highlighted_and_shuffles_names_by_identity() ->
             and identity[item(number)["name2"]] == "antecedent2"
         )
         shown_first.add(data["options"][0]["value"] == item(number)["name1"])
-        assert data == task_for(item(number), seed=7)["data"]
     assert shown_first == {True, False}
+    # Pinned: the order shown for an item is the same on any machine and in any later push.
+    assert [names_first_is_name1(f"item-{n:05d}", 7) for n in range(8)] == [
+        False, True, False, True, False, False, False, False
+    ]  # fmt: skip
     sentence = "A<b> & Paul called Mary because she left."
     start = sentence.index("she")
     html = sentence_html(
@@ -61,6 +64,21 @@ def test_task_shows_the_sentence_highlighted_and_shuffles_names_by_identity() ->
         }
     )
     assert '<span class="knowref-pronoun">she</span>' in html and "A&lt;b&gt; &amp;" in html
+
+
+def test_simulated_annotators_are_pinned() -> None:
+    truth = simulated_truth(3)
+    assert [truth(f"item-{n:05d}") for n in range(6)] == [
+        "antecedent1", "antecedent2", "antecedent2", "antecedent2", "antecedent1", "antecedent1"
+    ]  # fmt: skip
+    choices = [_simulated_choice("item-00000", user, 0.8, 3, truth) for user in range(1, 11)]
+    assert choices == [
+        "antecedent1", "antecedent1", "antecedent1", "antecedent1", "neither",
+        "antecedent1", "antecedent2", "antecedent1", "antecedent1", "antecedent1",
+    ]  # fmt: skip
+    for user in range(50):
+        assert _simulated_choice("item-00001", user, 1.0, 3, truth) == "antecedent2"
+        assert _simulated_choice("item-00001", user, 0.0, 3, truth) in ("antecedent1", "neither")
 
 
 def annotation(

@@ -63,8 +63,11 @@ def test_annotator_labels_in_the_browser_and_collect_sees_the_vote(
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "labelstudio-task.png"))
         choices.filter(has_text=task_item["name2"]).click()
-        page.get_by_test_id("bottombar-submit-button").click()
-        page.wait_for_timeout(2_000)
+        with page.expect_response(
+            lambda response: response.request.method == "POST" and "/annotations" in response.url
+        ) as submitted:
+            page.get_by_test_id("bottombar-submit-button").click()
+        assert submitted.value.status == 201  # the server stored the annotation
         browser.close()
 
     with LabelStudioClient(settings) as client:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,47 +19,96 @@ from annotation.server import Server
 from knowref60k.config import ExtractConfig
 from knowref60k.errors import UserError
 from knowref60k.extract import Extractor
+from knowref60k.readers import iter_line_chunks, open_input
 from knowref60k.slicing import write_line_range
 from tests.conftest import REPO, shared_file
 from tests.test_annotation import item
 
 
+def dump_with_bad_lines(path: Path, lines: int, every: int) -> int:
+    """Real comments with an unparseable ~1 KB line after every `every`-th: the quarantine file then
+    grows as extraction advances, which shows how far a run got. Returns the number of bad lines."""
+    source = shared_file("data/reddit/RC_sample_1M.zst")
+    comments = path.with_suffix(".slice.zst")
+    write_line_range(source, comments, 400_000, lines)
+    bad = 0
+    with open_input(comments) as (_, stream), path.open("wb") as out:
+        for chunk in iter_line_chunks(stream, comments.name):
+            for number, line in enumerate(chunk.data.splitlines(keepends=True), start=chunk.first_line):
+                out.write(line)
+                if number % every == 0:
+                    out.write(b'{"id": "bad-%d", "body": "%s\n' % (number, b"x" * 1000))
+                    bad += 1
+    comments.unlink()
+    return bad
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(0.05)
+
+
 @pytest.mark.integration
 def test_sigkill_in_the_middle_of_extraction_then_rerun_loses_and_duplicates_nothing(tmp_path: Path) -> None:
-    dump = tmp_path / "RC_sample_300k.zst"
-    write_line_range(shared_file("data/reddit/RC_sample_1M.zst"), dump, 400_000, 300_000)
+    dump = tmp_path / "RC_sample_300k.ndjson"
+    bad_lines = dump_with_bad_lines(dump, 300_000, every=5_000)
     with Extractor(ExtractConfig(), workers=2) as extractor:
         reference = extractor.extract_file(dump, tmp_path / "uninterrupted")
+    assert reference.stats.quarantined == bad_lines == 60
+    whole_quarantine = reference.quarantine_path.stat().st_size
     out = tmp_path / "killed"
+    partial_quarantine = out / ".RC_sample_300k.quarantine.jsonl.partial"
     cli = Path(sys.executable).parent / "knowref60k"
     command = [str(cli), "extract", str(dump), "--out", str(out), "--workers", "2"]
     process = subprocess.Popen(
         command, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    time.sleep(6)
-    assert process.poll() is None, "extraction finished before it could be killed"
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    assert not (out / "RC_sample_300k.candidates.parquet").exists()  # nothing half-written is visible
-    assert list(out.glob(".*.partial"))  # the kill left its partial files behind
+    try:
+        # Kill once a third of the bad lines are quarantined: past model loading, well before the end.
+        wait_for(
+            lambda: (
+                partial_quarantine.exists() and partial_quarantine.stat().st_size >= whole_quarantine // 3
+            ),
+            300,
+            "extraction to pass a third of the file",
+        )
+        assert process.poll() is None, "extraction finished before it could be killed"
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert whole_quarantine // 3 <= partial_quarantine.stat().st_size < whole_quarantine  # killed half-way
+    left = sorted(p.name for p in out.iterdir())
+    assert left and all(name.startswith(".") and name.endswith(".partial") for name in left), left
     with Extractor(ExtractConfig(), workers=2) as extractor:
         rerun = extractor.extract_file(dump, out)
-    assert not rerun.skipped and rerun.candidates == reference.candidates > 0
+    assert not rerun.skipped and rerun.candidates == reference.candidates == 34
     assert rerun.candidates_path.read_bytes() == reference.candidates_path.read_bytes()
+    assert rerun.quarantine_path.read_bytes() == reference.quarantine_path.read_bytes()
     assert not list(out.glob(".*.partial"))
 
 
 @pytest.mark.integration
-def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(
-    label_studio_server: Server,
-) -> None:
-    settings = dataclasses.replace(label_studio_server.settings, project="fault test")
+def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(own_label_studio: Server) -> None:
+    settings = dataclasses.replace(own_label_studio.settings, project="fault test")
     items = [item(n) for n in range(20_000)]
     failures: list[Exception] = []
+    imported = threading.Event()
 
     def push() -> None:
         try:
             with LabelStudioClient(settings) as client:
+                import_batch = client._import
+
+                def counted(project: int, tasks: list[dict[str, object]]) -> int:
+                    done = import_batch(project, tasks)
+                    imported.set()  # at least one batch is in: stop the server now
+                    return done
+
+                client._import = counted  # type: ignore[method-assign]
                 client.push(items, seed=0, batch_size=100)
         except UserError as error:
             failures.append(error)
@@ -67,14 +117,14 @@ def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(
         client.ensure_project()
     pusher = threading.Thread(target=push)
     pusher.start()
-    time.sleep(2.5)
-    label_studio_server.stop()
-    pusher.join()
-    assert failures and "not reachable" in str(failures[0])
-    label_studio_server.start()
+    assert imported.wait(timeout=300), "the push imported nothing"
+    own_label_studio.stop()
+    pusher.join(timeout=300)
+    assert not pusher.is_alive() and failures and "not reachable" in str(failures[0])
+    own_label_studio.start()
     with LabelStudioClient(settings) as client:
         before = len(client.export(client.existing_project()))
-        assert 0 < before < len(items)
+        assert 100 <= before < len(items)
         report = client.push(items, seed=0, batch_size=1000)
         exported = client.export(client.existing_project())
     assert report.pushed == len(items) - before

@@ -58,8 +58,8 @@ def test_paper_table_4_ranking(tmp_path: Path, extractor: CandidateExtractor) ->
     )
     scores = {text: score for score, text in index.search(item, 20)}
     ranked = [scores.get(text, 0.0) for text in TABLE_4]
-    assert all(score > 0 for score in ranked), ranked
-    assert ranked[3] > ranked[2] > ranked[1] > ranked[0], ranked
+    # The paper's Table 4 gives 18.9 / 26.5 / 36.1 / 43.0 (Whoosh); ours, with tantivy, for the record:
+    assert ranked == pytest.approx([18.73, 19.20, 31.97, 44.86], abs=0.01)
     assert scores.get(WRONG_ORDER, 0.0) == 0.0
 
 
@@ -245,7 +245,7 @@ def test_benchmarks_command_writes_scores_report_and_figure(tmp_path: Path) -> N
     result = CliRunner().invoke(app, [*args, "--benchmarks", str(shared_file("data/benchmarks"))])
     assert result.exit_code == 0, result.output
     report = orjson.loads((out / "report.json").read_bytes())["sets"]["wsc273"]
-    assert report["items"] == 273 and 0 < report["share_above_0"] < 0.05 and len(report["curve"]) == 51
+    assert (report["items"], report["share_above_0"], len(report["curve"])) == (273, round(1 / 273, 4), 51)
     assert (out / "overlap.png").read_bytes().startswith(b"\x89PNG")
     import pyarrow.parquet as pq
 

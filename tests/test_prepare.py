@@ -96,9 +96,7 @@ def test_dan_and_danny_are_replaced_by_offsets_not_by_search() -> None:
     )
     item = perturb(row, POOLS, 60_000)
     check_item(row, item)
-    assert (
-        item.sentence == f"{item.name1} played tennis with {item.name2} all afternoon because he was bored."
-    )
+    assert item.sentence == "Moises played tennis with Blake all afternoon because he was bored."
 
 
 def test_a_new_name_never_equals_the_other_original_name() -> None:
@@ -116,16 +114,17 @@ def test_article_and_possessive_are_fixed() -> None:
         "I saw the Prince talk to James' sister, but she ignored him.", "Prince", "James", "she", "female"
     )
     item = perturb(row, POOLS, 60_000)
-    assert item.sentence.startswith(f"I saw {item.name1} talk to {item.name2}'")
-    expected_possessive = "'" if item.name2.endswith("s") else "'s"
-    assert f"{item.name2}{expected_possessive} sister" in item.sentence
+    assert item.sentence == "I saw Ann talk to Stephanie's sister, but she ignored him."
     check_item(row, item)
 
 
 def test_draws_are_seeded_frequency_weighted_and_portable() -> None:
+    # Pinned: the same names on any machine, Python or platform (sha256-derived integer draws).
     seed = item_seed(60_000, "abc")
-    assert seed == item_seed(60_000, "abc") != item_seed(60_001, "abc")
-    assert draw_names(POOLS["female"], seed, frozenset()) == draw_names(POOLS["female"], seed, frozenset())
+    assert seed == 2433506665474472253 and seed != item_seed(60_001, "abc")
+    assert draw_names(POOLS["female"], seed, frozenset()) == ("Betty", "Mary")
+    assert draw_names(POOLS["male"], item_seed(0, "xyz"), frozenset()) == ("Thomas", "David")
+    assert draw_names(POOLS["female"], seed, frozenset({"betty"})) == ("Mary", "Mercedes")
     counts: dict[str, int] = {}
     for i in range(3000):
         name = draw_names(POOLS["male"], item_seed(0, str(i)), frozenset())[0]
@@ -165,6 +164,51 @@ def test_exact_and_near_duplicates_are_kept_once_across_runs(tmp_path: Path) -> 
         assert index.decide(dedup_row(first, "a")).is_kept  # asking again is not a copy of itself
         index.commit()
         assert [copy["candidate_id"] for copy in index.copies_of("a")] == ["b", "c"]
+
+
+def candidates_file(path: Path, rows: list[dict[str, Any]]) -> Path:
+    extra = {"line_number": 1, "link_id": "t3_a", "subreddit": "s", "created_utc": 0}
+    extra |= {"connective": ",", "connective_start": 0, "connective_end": 1}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([{**extra, **row} for row in rows], schema=CANDIDATE_SCHEMA), path)
+    return path
+
+
+def test_a_failure_mid_file_rolls_back_the_dedup_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import knowref60k.prepare
+
+    sentences = [f"Paul met Mary on day {n}, but she left early." for n in range(5)]
+    rows = [handmade(s, "Paul", "Mary", "she", "female", f"c{n}") for n, s in enumerate(sentences)]
+    january = candidates_file(tmp_path / "c" / "RC_2099-01.candidates.parquet", rows)
+    february = candidates_file(
+        tmp_path / "c" / "RC_2099-02.candidates.parquet", [{**rows[1], "candidate_id": "f1"}]
+    )
+    calls = {"n": 0}
+    working = knowref60k.prepare.perturb
+
+    def fails_on_the_third(*args: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("disk full")
+        return working(*args)
+
+    monkeypatch.setattr(knowref60k.prepare, "perturb", fails_on_the_third)
+    index_path = tmp_path / "dedup.sqlite"
+    with Preparer(PrepareConfig(), index_path) as preparer:
+        with pytest.raises(RuntimeError, match="disk full"):
+            preparer.prepare_file(january, tmp_path / "items")
+        assert [p.name for p in (tmp_path / "items").iterdir()] == []  # no items file, not even a partial
+        # The same preparer goes on with the next file: January's two decided items are forgotten, so
+        # February's copy of one of them is kept, not counted as a duplicate of an item never written.
+        monkeypatch.setattr(knowref60k.prepare, "perturb", working)
+        assert preparer.prepare_file(february, tmp_path / "items").items == 1
+        rerun = preparer.prepare_file(january, tmp_path / "items")
+    assert (rerun.items, rerun.stats["dedup"].dropped) == (4, {"exact_duplicate": 1})
+    with DedupIndex(index_path, PrepareConfig()) as index:
+        kept = [row[0] for row in index.db.execute("SELECT candidate_id FROM kept ORDER BY rowid")]
+    assert kept == ["f1", "c0", "c2", "c3", "c4"]
 
 
 def test_index_refuses_other_settings(tmp_path: Path) -> None:
