@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from annotation.settings import Settings
+from annotation.settings import Settings, write_private
 from annotation.tasks import IDENTITIES, task_for
 from annotation.votes import VOTE_SCHEMA, votes_from_export
 from knowref60k.errors import UserError
@@ -305,5 +305,4 @@ def save_accounts(path: Path, accounts: list[Account]) -> None:
     known = orjson.loads(path.read_bytes()) if path.exists() else []
     known += [{"email": a.email, "password": a.password, "user_id": a.user_id} for a in accounts]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(orjson.dumps(known, option=orjson.OPT_INDENT_2))
-    path.chmod(0o600)
+    write_private(path, orjson.dumps(known, option=orjson.OPT_INDENT_2))

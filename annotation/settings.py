@@ -10,6 +10,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_FILE = Path(os.environ.get("KNOWREF60K_ENV_FILE", REPO / ".env"))
@@ -29,7 +30,16 @@ class Settings:
 
     @property
     def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1].split("/")[0])
+        parts = urlsplit(self.url)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file only its owner can read, from its first byte (no moment of umask permissions)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its old mode through O_CREAT
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -49,12 +59,13 @@ def write_default_env_file(path: Path) -> dict[str, str]:
         "LABEL_STUDIO_PASSWORD": secrets.token_urlsafe(18),
         "LABEL_STUDIO_API_KEY": secrets.token_hex(20),
     }
-    path.write_text(
-        "# Local Label Studio credentials, made by knowref60k. Never commit this file.\n"
-        + "".join(f"{key}={value}\n" for key, value in values.items()),
-        encoding="utf-8",
+    write_private(
+        path,
+        (
+            "# Local Label Studio credentials, made by knowref60k. Never commit this file.\n"
+            + "".join(f"{key}={value}\n" for key, value in values.items())
+        ).encode(),
     )
-    path.chmod(0o600)
     return values
 
 

@@ -1,0 +1,287 @@
+"""Label Studio settings (environment, `.env`), saved annotator logins, and the code fingerprint."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import knowref60k.versioning
+from annotation.client import Account, save_accounts
+from annotation.settings import (
+    KEYS,
+    Settings,
+    load_settings,
+    read_env_file,
+    write_default_env_file,
+)
+from knowref60k.errors import UserError
+from knowref60k.versioning import code_fingerprint
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No LABEL_STUDIO_* or KNOWREF60K_PROJECT from the shell running the tests."""
+    for key in (*KEYS, "KNOWREF60K_PROJECT"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def write_env(path: Path, **values: str) -> Path:
+    path.write_text("".join(f"{key}={value}\n" for key, value in values.items()), encoding="utf-8")
+    return path
+
+
+FILE_VALUES = {
+    "LABEL_STUDIO_URL": "http://127.0.0.1:8123",
+    "LABEL_STUDIO_USERNAME": "file-admin@example.test",
+    "LABEL_STUDIO_PASSWORD": "file-password",
+    "LABEL_STUDIO_API_KEY": "file-token",
+}
+
+
+# ---- read_env_file / write_default_env_file ----
+
+
+def test_read_env_file_skips_comments_and_blanks_and_unquotes(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_text(
+        "# a comment=with an equals sign\n"
+        "\n"
+        "   \n"
+        "  # indented=comment\n"
+        "PLAIN=value\n"
+        'DOUBLE="double quoted value"\n'
+        "SINGLE='single quoted'\n"
+        "EQUALS=a=b==c\n"
+        "  SPACED  =  padded value  \n"
+        "EMPTY=\n"
+        "a line without an equals sign\n",
+        encoding="utf-8",
+    )
+    assert read_env_file(path) == {
+        "PLAIN": "value",
+        "DOUBLE": "double quoted value",
+        "SINGLE": "single quoted",
+        "EQUALS": "a=b==c",
+        "SPACED": "padded value",
+        "EMPTY": "",
+    }
+    assert read_env_file(tmp_path / "missing.env") == {}
+
+
+def test_default_env_file_is_private_with_four_keys_and_fresh_secrets(tmp_path: Path) -> None:
+    first, second = tmp_path / "one.env", tmp_path / "two.env"
+    values = write_default_env_file(first)
+    other = write_default_env_file(second)
+    assert mode(first) == 0o600 and mode(second) == 0o600
+    assert tuple(values) == KEYS
+    assert read_env_file(first) == values  # what it returns is what a later read gets back
+    assert values["LABEL_STUDIO_URL"] == "http://127.0.0.1:8080"
+    assert values["LABEL_STUDIO_USERNAME"] == other["LABEL_STUDIO_USERNAME"] == "admin@knowref60k.local"
+    for key in ("LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY"):
+        assert values[key] != other[key]
+        assert len(values[key]) >= 24
+    assert re.fullmatch(r"[0-9a-f]{40}", values["LABEL_STUDIO_API_KEY"])
+    assert first.read_text(encoding="utf-8").startswith("# ")
+
+
+def test_default_env_file_tightens_an_existing_open_file(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    path.write_text("old\n")
+    path.chmod(0o644)
+    write_default_env_file(path)
+    assert mode(path) == 0o600
+    assert "old" not in path.read_text()
+
+
+# ---- load_settings ----
+
+
+def test_settings_come_from_the_env_file(tmp_path: Path) -> None:
+    settings = load_settings(write_env(tmp_path / ".env", **FILE_VALUES))
+    assert settings == Settings(
+        url="http://127.0.0.1:8123",
+        username="file-admin@example.test",
+        password="file-password",
+        api_key="file-token",
+        project="KnowRef-60K pronoun resolution",
+    )
+
+
+def test_environment_wins_over_the_env_file_key_by_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_env(tmp_path / ".env", **FILE_VALUES)
+    monkeypatch.setenv("LABEL_STUDIO_URL", "http://127.0.0.1:9000/")
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "env-token")
+    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", "")  # empty: the file's value stays
+    monkeypatch.setenv("KNOWREF60K_PROJECT", "my project")
+    settings = load_settings(path)
+    assert settings == Settings(
+        url="http://127.0.0.1:9000",  # trailing slash dropped
+        username="file-admin@example.test",
+        password="file-password",
+        api_key="env-token",
+        project="my project",
+    )
+
+
+def test_environment_alone_is_enough_and_the_url_has_a_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LABEL_STUDIO_USERNAME", "env-admin")
+    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", "env-password")
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "env-token")
+    settings = load_settings(tmp_path / "missing.env")
+    assert (settings.url, settings.username, settings.password, settings.api_key) == (
+        "http://127.0.0.1:8080",
+        "env-admin",
+        "env-password",
+        "env-token",
+    )
+    assert not (tmp_path / "missing.env").exists()
+
+
+def test_create_writes_the_env_file_once_and_reuses_its_secrets(tmp_path: Path) -> None:
+    path = tmp_path / ".env"
+    first = load_settings(path, create=True)
+    assert mode(path) == 0o600
+    written = path.read_bytes()
+    second = load_settings(path, create=True)
+    assert second == first
+    assert path.read_bytes() == written
+    assert (first.url, first.port) == ("http://127.0.0.1:8080", 8080)
+    assert first.username == "admin@knowref60k.local"
+    assert first.password in written.decode() and first.api_key in written.decode()
+
+
+def test_missing_keys_are_a_user_error_naming_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / ".env"
+    with pytest.raises(UserError) as error:
+        load_settings(path)
+    assert str(error.value).startswith(
+        "Label Studio settings missing: LABEL_STUDIO_USERNAME, LABEL_STUDIO_PASSWORD, LABEL_STUDIO_API_KEY. "
+    )
+    assert str(path) in str(error.value)
+    assert not path.exists()  # without create nothing is written
+
+    write_env(path, LABEL_STUDIO_USERNAME="admin", LABEL_STUDIO_API_KEY="token")
+    with pytest.raises(UserError, match=r"settings missing: LABEL_STUDIO_PASSWORD\. "):
+        load_settings(path)
+    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", "from the environment")
+    assert load_settings(path).password == "from the environment"
+
+
+@pytest.mark.parametrize(
+    ("url", "port"),
+    [
+        ("http://127.0.0.1:8080", 8080),
+        ("http://127.0.0.1:54321/", 54321),
+        ("http://localhost:9001/label-studio/", 9001),
+    ],
+)
+def test_settings_port(url: str, port: int) -> None:
+    assert Settings(url=url, username="u", password="p", api_key="k").port == port
+
+
+# ---- saved annotator logins ----
+
+
+def test_save_accounts_appends_and_keeps_the_file_private(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "annotators.json"
+    save_accounts(path, [Account("a@x.test", "pw-a", 3)])
+    assert mode(path) == 0o600
+    path.chmod(0o644)
+    save_accounts(path, [Account("b@x.test", "pw-b", 4), Account("c@x.test", "pw-c", 5)])
+    assert mode(path) == 0o600
+    assert orjson.loads(path.read_bytes()) == [
+        {"email": "a@x.test", "password": "pw-a", "user_id": 3},
+        {"email": "b@x.test", "password": "pw-b", "user_id": 4},
+        {"email": "c@x.test", "password": "pw-c", "user_id": 5},
+    ]
+
+
+# ---- code fingerprint ----
+
+
+@pytest.fixture
+def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """PACKAGE_DIR pointing at a folder with two fake modules; the fingerprint cache empty around it."""
+    (tmp_path / "a.py").write_text("A = 1\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text("B = 2\n", encoding="utf-8")
+    monkeypatch.setattr(knowref60k.versioning, "PACKAGE_DIR", tmp_path)
+    code_fingerprint.cache_clear()
+    yield tmp_path
+    code_fingerprint.cache_clear()
+
+
+def test_code_fingerprint_of_the_real_package_is_16_hex_digits() -> None:
+    fingerprint = code_fingerprint("extract", "cleaning")
+    assert re.fullmatch(r"[0-9a-f]{16}", fingerprint)
+    assert code_fingerprint("cleaning", "extract") == fingerprint
+    assert code_fingerprint("extract") != fingerprint
+
+
+def test_code_fingerprint_is_pinned_for_fixed_sources(fake_package: Path) -> None:
+    assert code_fingerprint("a", "b") == "aad6917463b1d479"
+    assert code_fingerprint("a") == "bf114f8eae7fe07e"
+
+
+def test_code_fingerprint_ignores_argument_order(fake_package: Path) -> None:
+    assert code_fingerprint("a", "b") == code_fingerprint("b", "a")
+    assert code_fingerprint("a", "b") != code_fingerprint("a")
+
+
+def test_code_fingerprint_follows_the_source_of_its_modules_only(fake_package: Path) -> None:
+    before = code_fingerprint("a", "b")
+    (fake_package / "c.py").write_text("C = 3\n", encoding="utf-8")  # an unrelated module
+    code_fingerprint.cache_clear()
+    assert code_fingerprint("a", "b") == before
+    (fake_package / "b.py").write_text("B = 3\n", encoding="utf-8")
+    code_fingerprint.cache_clear()
+    changed = code_fingerprint("a", "b")
+    assert changed != before
+    (fake_package / "b.py").write_text("B = 2\n", encoding="utf-8")
+    code_fingerprint.cache_clear()
+    assert code_fingerprint("a", "b") == before  # same source, same fingerprint
+
+
+def test_port_of_a_url_without_one_follows_the_scheme() -> None:
+    settings = Settings(url="http://example.org", username="u", password="p", api_key="k")
+    assert settings.port == 80
+    assert dataclasses.replace(settings, url="https://example.org/ls").port == 443
+
+
+def test_private_files_are_never_readable_by_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from annotation.settings import write_private
+
+    seen: list[int] = []
+    real_fdopen = os.fdopen
+
+    def watching_fdopen(descriptor: int, *args: Any) -> Any:  # the mode when the secret starts to be written
+        seen.append(stat.S_IMODE(os.fstat(descriptor).st_mode))
+        return real_fdopen(descriptor, *args)
+
+    monkeypatch.setattr(os, "fdopen", watching_fdopen)
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "secret"
+        path.write_text("old")
+        path.chmod(0o644)
+        write_private(path, b"new secret")
+    finally:
+        os.umask(old)
+    assert path.read_bytes() == b"new secret" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert seen == [0o600]
