@@ -72,9 +72,10 @@ def write_default_env_file(path: Path) -> dict[str, str]:
 def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
     """Environment first, then `.env`; with `create`, a missing `.env` is written with fresh secrets."""
     values = read_env_file(env_file)
-    if not values and create:
+    from_environment = {key: os.environ[key] for key in KEYS if os.environ.get(key)}
+    if not values and create and len(from_environment) < len(KEYS):
         values = write_default_env_file(env_file)
-    values.update({key: os.environ[key] for key in KEYS if os.environ.get(key)})
+    values.update(from_environment)
     values.setdefault("LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
     missing = [key for key in KEYS if not values.get(key)]
     if missing:

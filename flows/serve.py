@@ -4,7 +4,7 @@
 
 - `watch-dumps`: every hour, processes each new or changed RC_*.zst / RC_*.ndjson of the dumps folder
   (monthly dumps appear once a month; an hourly look costs a directory listing and a few stat calls).
-- `release-candidate`: on the 2nd of every month at 06:00 UTC, collects votes and cuts rc-YYYY.MM.DD.
+- `monthly-release-candidate`: on the 2nd of every month at 06:00 UTC, collects votes and cuts rc-YYYY.MM.DD.
 """
 
 from __future__ import annotations

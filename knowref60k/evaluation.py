@@ -21,7 +21,7 @@ from knowref60k.readers import LineChunk
 _DETOKENIZE_RULES = [
     (re.compile(r"-LRB-|-LSB-|-LCB-"), "("),
     (re.compile(r"-RRB-|-RSB-|-RCB-"), ")"),
-    (re.compile(r"``\s*|''"), '"'),
+    (re.compile(r"``\s*|\s*''"), '"'),
     (re.compile(r"\(\s+"), "("),
     (re.compile(r"\s+([.,;:!?%)\]}])"), r"\1"),
     (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b", re.I), r"\1"),

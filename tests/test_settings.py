@@ -285,3 +285,13 @@ def test_private_files_are_never_readable_by_others(tmp_path: Path, monkeypatch:
         os.umask(old)
     assert path.read_bytes() == b"new secret" and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert seen == [0o600]
+
+
+def test_settings_from_the_environment_write_no_env_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in zip(KEYS, ("http://127.0.0.1:9", "u@x", "pw", "k" * 40), strict=True):
+        monkeypatch.setenv(key, value)
+    settings = load_settings(tmp_path / ".env", create=True)
+    assert (settings.url, settings.username) == ("http://127.0.0.1:9", "u@x")
+    assert not (tmp_path / ".env").exists()

@@ -1,0 +1,618 @@
+"""The Prefect flows not tested elsewhere, run for real on a handmade dump: extract, prepare, annotate
+(push, collect), release, demo, scale (Dask workers reporting to a real Prefect server) and serve (the
+scheduled deployments)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from annotation.cli import ORDER_SEED, simulated_truth
+from annotation.client import LabelStudioClient, read_items
+from annotation.settings import Settings
+from flows.annotate import collect_flow, push_flow
+from flows.extract import extract_flow
+from flows.prepare import prepare_flow
+from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
+from knowref60k.readers import open_input
+from knowref60k.release import load_release
+from knowref60k.splits import SPLITS
+from tests.conftest import REPO, free_port
+
+# Each yields exactly one candidate (tests/test_release.py); the other comments yield none.
+SENTENCES = [
+    "Roderick is painting a portrait of Madeline, but every pose exhausts her.",
+    "Dan played tennis with Danny all afternoon because he was bored at home.",
+    "Jessica tried to call Michael last night, but he never picked up the phone.",
+    "Daniel Day-Lewis worked with Tony Parker for years, but he never liked it.",
+    "Mark was a factor in the decision of Peyton Hillis, and that hurt his chances.",
+    "Hillary was smarter than Obama because she did not play by the rules.",
+]
+
+
+def comment(number: int, body: str) -> bytes:
+    fields = {
+        "id": f"c{number}",
+        "author": "secret_user_name",
+        "body": body,
+        "link_id": f"t3_{number % 4}",
+        "subreddit": "test",
+        "created_utc": 1_700_000_000 + number,
+    }
+    return orjson.dumps(fields) + b"\n"
+
+
+# 9 lines: 6 candidates, a comment without a pronoun, a deleted one, and a line that is not JSON.
+DUMP_LINES = [
+    *(comment(n, sentence) for n, sentence in enumerate(SENTENCES)),
+    comment(6, "I like turtles."),
+    comment(7, "[deleted]"),
+    b'{"id": "c8", "body": \n',
+]
+
+
+# What each stage of the extraction does with them: (in, out, dropped by reason).
+FUNNEL = {
+    "read": (9, 8, {"quarantined:invalid_json": 1}),
+    "clean": (8, 7, {"deleted": 1}),
+    "prefilter": (7, 6, {"no_target_pronoun": 1}),
+    "split": (6, 6, {}),
+    "shape": (6, 6, {}),
+    "connective": (6, 6, {}),
+    "antecedent": (6, 6, {}),
+    "language": (6, 6, {}),
+}
+
+
+# The seeded truth (simulated_truth(0)) of the six items is antecedent 1 for c0, c3 and c5; their threads
+# (t3_0, t3_3, t3_1) fall in test, train, test.
+KEPT_BY_TRUTH = 3
+RELEASE_SPLITS = {"train": 1, "validation": 0, "test": 2}
+
+
+def write_dump(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(DUMP_LINES))
+    return path
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def words(text: str) -> str:
+    """Console output with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    """Poll `condition` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_dump(tmp_path_factory.mktemp("dumps") / "RC_2099-01.ndjson")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory, dump: Path) -> dict[str, Any]:
+    """extract_flow then prepare_flow over the dump and an exact copy under another month's name."""
+    folder = tmp_path_factory.mktemp("run")
+    copy = dump.parent / "RC_2099-02.ndjson"
+    copy.write_bytes(dump.read_bytes())
+    extracted = extract_flow([str(dump), str(copy)], str(folder / "candidates"), workers=1)
+    candidates = [report["candidates_path"] for report in extracted["files"]]
+    prepared = prepare_flow(candidates, str(folder / "items"), str(folder / "dedup-index.sqlite"))
+    return {"dir": folder, "dumps": [dump, copy], "extract": extracted, "prepare": prepared}
+
+
+def use_project(monkeypatch: pytest.MonkeyPatch, settings: Settings, project: str) -> Settings:
+    """The flows read Label Studio's address, logins and project from the environment."""
+    chosen = dataclasses.replace(settings, project=project)
+    monkeypatch.setenv("LABEL_STUDIO_URL", chosen.url)
+    monkeypatch.setenv("LABEL_STUDIO_USERNAME", chosen.username)
+    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", chosen.password)
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", chosen.api_key)
+    monkeypatch.setenv("KNOWREF60K_PROJECT", project)
+    return chosen
+
+
+def item_ids(run: dict[str, Any]) -> list[str]:
+    paths = [Path(report["items_path"]) for report in run["prepare"]["files"]]
+    return sorted(item["candidate_id"] for item in read_items(paths))
+
+
+# ---- extract and prepare ----
+
+
+@pytest.mark.integration
+def test_extract_flow_writes_candidates_and_stats_and_a_rerun_skips(run: dict[str, Any]) -> None:
+    out = run["dir"] / "candidates"
+    reports = run["extract"]["files"]
+    for report, source in zip(reports, run["dumps"], strict=True):
+        stem = source.name.split(".")[0]
+        assert report == {
+            "source": str(source),
+            "candidates": 6,
+            "candidates_path": str(out / f"{stem}.candidates.parquet"),
+            "stats_path": str(out / f"{stem}.stats.json"),
+            "quarantine_path": str(out / f"{stem}.quarantine.jsonl"),
+            "quarantined": 1,
+            "skipped": False,
+        }
+        table = pq.read_table(report["candidates_path"])
+        assert table.schema.equals(CANDIDATE_SCHEMA, check_metadata=False)
+        rows = table.to_pylist()
+        assert [row["sentence"] for row in rows] == SENTENCES
+        assert [row["comment_id"] for row in rows] == [f"c{n}" for n in range(6)]
+        assert all(row["source_file"] == source.name for row in rows)
+        stages = orjson.loads(Path(report["stats_path"]).read_bytes())["stats"]["stages"]
+        assert {name: (s["in"], s["out"], s["dropped"]) for name, s in stages.items()} == FUNNEL
+        quarantine = Path(report["quarantine_path"]).read_bytes().splitlines()
+        assert [orjson.loads(line)["line_number"] for line in quarantine] == [9]
+    funnel = orjson.loads((out / "funnel.json").read_bytes())
+    assert funnel["inputs"] == [str(p) for p in run["dumps"]]
+    assert funnel["stats"] == run["extract"]["stats"]
+    merged = funnel["stats"]["stages"]
+    assert {name: (s["in"], s["out"]) for name, s in merged.items()} == {
+        name: (2 * n_in, 2 * n_out) for name, (n_in, n_out, _) in FUNNEL.items()
+    }
+
+    before = snapshot(out)
+    again = extract_flow([str(p) for p in run["dumps"]], str(out), workers=1)
+    assert [(r["skipped"], r["candidates"], r["quarantined"]) for r in again["files"]] == [(True, 6, 1)] * 2
+    assert again["stats"] == run["extract"]["stats"]
+    assert snapshot(out) == before
+
+
+@pytest.mark.integration
+def test_prepare_flow_writes_items_drops_the_copy_and_a_rerun_skips(run: dict[str, Any]) -> None:
+    out = run["dir"] / "items"
+    first, copy = run["prepare"]["files"]
+    assert (first["items"], first["skipped"]) == (6, False)
+    assert (copy["items"], copy["skipped"]) == (0, False)  # every item is an exact duplicate of one before
+    assert first["items_path"] == str(out / "RC_2099-01.items.parquet")
+    assert copy["items_path"] == str(out / "RC_2099-02.items.parquet")
+    candidates = pq.read_table(run["extract"]["files"][0]["candidates_path"]).to_pylist()
+    table = pq.read_table(first["items_path"])
+    assert table.schema.equals(ITEM_SCHEMA, check_metadata=False)
+    items = table.to_pylist()
+    assert [i["candidate_id"] for i in items] == [c["candidate_id"] for c in candidates]
+    for item in items:
+        sentence = item["perturbed_sentence"]
+        assert item["name1"] != item["name2"]
+        assert sentence[item["name1_start"] : item["name1_end"]] == item["name1"]
+        assert sentence[item["name2_start"] : item["name2_end"]] == item["name2"]
+        assert sentence[item["perturbed_pronoun_start"] : item["perturbed_pronoun_end"]] == item["pronoun"]
+    assert pq.read_table(copy["items_path"]).num_rows == 0
+    dedup = run["prepare"]["stats"]["stages"]["dedup"]
+    assert (dedup["in"], dedup["out"], sum(dedup["dropped"].values())) == (12, 6, 6)
+    summary = orjson.loads((out / "prepare.json").read_bytes())
+    assert summary["inputs"] == [r["candidates_path"] for r in run["extract"]["files"]]
+    assert summary["index"] == str(run["dir"] / "dedup-index.sqlite")
+
+    before = snapshot(out)
+    index = run["dir"] / "dedup-index.sqlite"
+    index_before = index.read_bytes()
+    again = prepare_flow([r["candidates_path"] for r in run["extract"]["files"]], str(out), str(index))
+    assert [(r["skipped"], r["items"]) for r in again["files"]] == [(True, 6), (True, 0)]
+    assert snapshot(out) == before and index.read_bytes() == index_before
+
+
+# ---- Label Studio: push, collect, release ----
+
+
+@pytest.mark.integration
+def test_push_flow_imports_each_item_once(
+    run: dict[str, Any],
+    label_studio: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from flows.annotate import main
+
+    settings = use_project(monkeypatch, label_studio, "knowref60k test_flows push")
+    items = [report["items_path"] for report in run["prepare"]["files"]]
+    assert push_flow(items) == [
+        {"items_path": items[0], "pushed": 6, "already_there": 0},
+        {"items_path": items[1], "pushed": 0, "already_there": 0},
+    ]
+    capsys.readouterr()
+    assert main(["push", *items]) == 0
+    printed = words(capsys.readouterr().out)
+    assert f"{items[0]}: 0 imported, 6 already there" in printed
+    with LabelStudioClient(settings) as client:
+        tasks = client.export(client.existing_project())
+    assert sorted(task["data"]["item_id"] for task in tasks) == item_ids(run)
+
+
+@pytest.fixture(scope="module")
+def voted(run: dict[str, Any], label_studio: Settings) -> Settings:
+    """A project with the items and five simulated votes on each, every vote the item's seeded truth."""
+    settings = dataclasses.replace(label_studio, project="knowref60k test_flows collect")
+    paths = [Path(report["items_path"]) for report in run["prepare"]["files"]]
+    with LabelStudioClient(settings) as client:
+        assert client.push(read_items(paths), ORDER_SEED).pushed == 6
+        assert client.simulate(5, 1.0, 0, simulated_truth(0)) == 30
+    return settings
+
+
+@pytest.mark.integration
+def test_collect_flow_writes_every_vote(
+    run: dict[str, Any], voted: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    use_project(monkeypatch, voted, voted.project)
+    out = tmp_path / "annotation"
+    report = collect_flow(str(out))
+    assert report["votes_path"] == str(out / "votes.parquet")
+    counts = {key: report[key] for key in report if key not in ("votes_path", "project")}
+    assert counts == {
+        "annotations": 30,
+        "votes": 30,
+        "duplicate_annotations": 0,
+        "skipped": 0,
+        "without_choice": 0,
+        "new_votes": 30,
+        "updated_votes": 0,
+        "unchanged_votes": 0,
+        "withdrawn_votes": 0,
+        "simulated_votes": 30,
+    }
+    assert orjson.loads((out / "collect.json").read_bytes()) == {
+        key: value for key, value in report.items() if key != "votes_path"
+    }
+    votes = pq.read_table(out / "votes.parquet").to_pylist()
+    truth = simulated_truth(0)
+    per_item = Counter(vote["item_id"] for vote in votes)
+    assert sorted(per_item) == item_ids(run) and set(per_item.values()) == {5}
+    assert all(vote["choice"] == truth(vote["item_id"]) and vote["simulated"] for vote in votes)
+    assert len({vote["annotator_id"] for vote in votes}) == 5
+
+    again = collect_flow(str(out))
+    assert (again["votes"], again["new_votes"], again["unchanged_votes"]) == (30, 0, 30)
+
+
+@pytest.mark.integration
+def test_release_flow_cuts_a_release_then_refuses_the_same_version(
+    run: dict[str, Any],
+    label_studio: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from flows.release import main, release_flow
+
+    settings = use_project(monkeypatch, label_studio, "knowref60k test_flows release")
+    paths = [Path(report["items_path"]) for report in run["prepare"]["files"]]
+    truth = simulated_truth(0)
+    with LabelStudioClient(settings) as client:
+        assert client.push(read_items(paths), ORDER_SEED).pushed == 6
+        # Three annotators give the seeded truth, two always say antecedent 1: an item whose truth is
+        # antecedent 1 has five equal votes (kept), the others three against two (rejected as ambiguous).
+        assert client.simulate(3, 1.0, 0, truth) == 18
+        assert client.simulate(5, 1.0, 0, lambda _item: "antecedent1") == 12
+    kept = [item for item in item_ids(run) if truth(item) == "antecedent1"]
+    assert len(kept) == KEPT_BY_TRUTH
+
+    votes_dir, releases = tmp_path / "annotation", tmp_path / "releases"
+    made = release_flow("v1", str(run["dir"]), str(votes_dir), str(releases))
+    release = releases / "v1"
+    assert made["path"] == str(release) and made["simulated"] is True
+    assert made["agreement"]["items"] == {"kept": len(kept), "rejected_ambiguous": 6 - len(kept)}
+    assert made["splits"] == RELEASE_SPLITS and sum(made["splits"].values()) == len(kept)
+    assert pq.read_table(votes_dir / "votes.parquet").num_rows == 30
+    files = sorted(str(p.relative_to(release)) for p in release.rglob("*") if p.is_file())
+    shards = [f"data/{split}-00000-of-00001.parquet" for split in sorted(SPLITS) if RELEASE_SPLITS[split]]
+    jsonl = [f"jsonl/{split}.jsonl" for split in sorted(SPLITS)]
+    assert files == ["README.md", *shards, "funnel.png", *jsonl, "manifest.json"]
+    rows = [row for split in SPLITS for row in load_release(release, split).to_pylist()]
+    assert sorted(row["id"] for row in rows) == kept
+    assert all(row["label"] == 0 and row["annotation_strength"] == 5 for row in rows)
+    manifest = orjson.loads((release / "manifest.json").read_bytes())
+    assert manifest["version"] == "v1" and manifest["splits"] == RELEASE_SPLITS
+    assert (release / "README.md").read_text().splitlines()[1].startswith("# WARNING: built from SIMULATED")
+
+    before = snapshot(release)
+    capsys.readouterr()
+    argv = [
+        "--version",
+        "v1",
+        "--run",
+        str(run["dir"]),
+        "--votes-dir",
+        str(votes_dir),
+        "--out",
+        str(releases),
+    ]
+    assert main(argv) == 2
+    printed = words(capsys.readouterr().out)
+    assert "error: release v1 exists at" in printed and "never overwritten, pick a new version" in printed
+    assert snapshot(release) == before
+
+
+# ---- the demo: the whole loop with simulated annotators ----
+
+
+@pytest.mark.integration
+def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
+    label_studio: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import flows.demo
+
+    use_project(monkeypatch, label_studio, "unused: the demo names its own project")
+    from annotation.settings import ENV_FILE
+
+    env_file_before = ENV_FILE.read_bytes() if ENV_FILE.exists() else None
+    dump = write_dump(tmp_path / "dumps" / "RC_2099-03.ndjson")
+    out = tmp_path / "demo"
+    result = flows.demo.demo_flow([str(dump)], str(out))
+    # every setting came from the environment: the repo's .env is neither written nor changed
+    assert (ENV_FILE.read_bytes() if ENV_FILE.exists() else None) == env_file_before
+    assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6
+    assert result["pushed"] == {"pushed": 6, "already_there": 0, "tasks": 6}
+    assert result["simulated"] == 30
+    votes = result["votes"]
+    assert (votes["votes"], votes["simulated_votes"], votes["votes_path"]) == (
+        30,
+        30,
+        str(out / "annotation" / "votes.parquet"),
+    )
+    # What the rule (at least 4 of 5 on the same antecedent) keeps, counted here from the votes themselves.
+    by_item: dict[str, Counter[str]] = {}
+    for vote in pq.read_table(votes["votes_path"]).to_pylist():
+        by_item.setdefault(vote["item_id"], Counter())[vote["choice"]] += 1
+    assert len(by_item) == 6 and all(sum(c.values()) == 5 for c in by_item.values())
+    expected = sum(
+        1 for c in by_item.values() if (top := c.most_common(1)[0])[1] >= 4 and top[0] != "neither"
+    )
+
+    release = Path(result["release"]["path"])
+    assert release.parent == out / "releases" and release.name.startswith("demo-")
+    agreement = result["release"]["agreement"]
+    assert sum(agreement["items"].values()) == 6 and "pending" not in agreement["items"]
+    assert agreement["items"].get("kept", 0) == expected
+    assert sum(load_release(release, split).num_rows for split in SPLITS) == expected
+    card = (release / "README.md").read_text()
+    assert "SIMULATED" in card.splitlines()[1] and "WARNING: SIMULATED VOTES" in card
+    assert next(iter(orjson.loads((release / "manifest.json").read_bytes()))) == "warning"
+
+    # Again through the command line: nothing new to do, and the same release is reused.
+    before = snapshot(out / "releases")
+    capsys.readouterr()
+    assert flows.demo.main([str(dump), "--out", str(out)]) == 0
+    printed = words(capsys.readouterr().out)
+    assert (
+        "Label Studio: 6 tasks; 0 simulated annotations posted; 30 votes collected (30 simulated)" in printed
+    )
+    assert f"Release (SIMULATED votes): {release}" in printed
+    assert snapshot(out / "releases") == before
+
+
+# ---- Dask and the Prefect server ----
+
+
+def processes() -> list[tuple[int, int, int, str, bytes]]:
+    """(pid, parent, process group, state, command line) of every process, from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        state, parent, group = stat.rsplit(")", 1)[1].split()[:3]
+        found.append((int(entry.name), int(parent), int(group), state, command))
+    return found
+
+
+def group_alive(group: int) -> bool:
+    return any(g == group and state != "Z" for _, _, g, state, _ in processes())
+
+
+def stop_group(group: int, first: signal.Signals = signal.SIGTERM, timeout: float = 30) -> bool:
+    """Signal a process group, wait (bounded) until it is gone, then SIGKILL what is left.
+    True when it went on the first signal."""
+    try:
+        os.killpg(group, first)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while group_alive(group) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not group_alive(group):
+        return True
+    with suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+    wait_for(lambda: not group_alive(group), 10, f"process group {group} to die")
+    return False
+
+
+@contextmanager
+def process_group(command: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A command in its own process group (its children too), stopped however the test ends."""
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    try:
+        yield process
+    finally:
+        stop_group(process.pid)
+        process.wait(timeout=10)
+
+
+def prefect_env(home: Path, api_url: str | None = None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_API_")}
+    env.update(
+        PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING"
+    )
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return env
+
+
+def healthy(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=3) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def api_post(api_url: str, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"{api_url}{path}", data=orjson.dumps(body), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return orjson.loads(response.read())
+
+
+def api_get(api_url: str, path: str) -> Any:
+    with urllib.request.urlopen(f"{api_url}{path}", timeout=10) as response:
+        return orjson.loads(response.read())
+
+
+def tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-3000:]
+
+
+@pytest.mark.integration
+def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
+    tmp_path: Path, dump: Path, run: dict[str, Any]
+) -> None:
+    """`python -m flows.scale` with one local Dask worker, reporting to a Prefect server of its own."""
+    api_url = f"http://127.0.0.1:{free_port()}/api"
+    port = api_url.rsplit(":", 1)[1].split("/")[0]
+    server = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", port]
+    server_log, scale_log = tmp_path / "server.log", tmp_path / "scale.log"
+    out = tmp_path / "scale"
+    home = tmp_path / "prefect-home"
+    with process_group(server, prefect_env(home), server_log) as process:
+        wait_for(lambda: healthy(api_url) or process.poll() is not None, 120, "the Prefect server")
+        assert process.poll() is None, tail(server_log)
+        command = [sys.executable, "-m", "flows.scale", str(dump), "--shards", "2", "--workers", "1"]
+        with process_group([*command, "--out", str(out)], prefect_env(home, api_url), scale_log) as scale:
+            wait_for(lambda: scale.poll() is not None, 300, "flows.scale")
+        assert scale.returncode == 0, tail(scale_log)
+        runs = api_post(api_url, "/flow_runs/filter", {})
+        assert [r["state_type"] for r in runs] == ["COMPLETED"]
+        task_runs = api_post(api_url, "/task_runs/filter", {})
+        assert sorted(r["name"] for r in task_runs) == [
+            f"extract shard {out}/shards/RC_2099-01.part-0000{n}-of-00002.zst" for n in range(2)
+        ]
+
+    shards = sorted((out / "shards").iterdir())
+    assert [p.name for p in shards] == [f"RC_2099-01.part-0000{n}-of-00002.zst" for n in range(2)]
+    lines = []
+    for shard in shards:
+        with open_input(shard) as (_raw, stream):
+            lines.append(stream.read().splitlines(keepends=True))
+    assert [len(part) for part in lines] == [5, 4]
+    assert lines[0] + lines[1] == DUMP_LINES  # every line once, in order
+
+    candidates = sorted((out / "candidates").glob("*.candidates.parquet"))
+    assert len(candidates) == 2
+    sharded = [row for path in candidates for row in pq.read_table(path).to_pylist()]
+    whole = pq.read_table(run["extract"]["files"][0]["candidates_path"]).to_pylist()
+    assert len(sharded) == len(whole) == 6
+    fields = ("sentence", "comment_id", "antecedent1", "antecedent2", "pronoun")
+    assert sorted(tuple(r[f] for f in fields) for r in sharded) == sorted(
+        tuple(r[f] for f in fields) for r in whole
+    )
+    stats = [
+        orjson.loads(p.read_bytes())["stats"]["stages"]
+        for p in sorted((out / "candidates").glob("*.stats.json"))
+    ]
+    assert [s["read"]["in"] for s in stats] == [5, 4]
+    assert sum(s["language"]["out"] for s in stats) == 6
+
+
+@pytest.mark.integration
+def test_serve_starts_a_server_and_registers_both_scheduled_deployments(tmp_path: Path) -> None:
+    """flows.serve has no option for its port (4200, fixed): the test sets the module's PORT and API to a
+    free port before calling its main, in a subprocess with its own PREFECT_HOME."""
+    port = free_port()
+    api_url = f"http://127.0.0.1:{port}/api"
+    dumps, out = tmp_path / "dumps", tmp_path / "run"
+    dumps.mkdir()
+    script = (
+        "import sys, flows.serve as serve; "
+        f"serve.PORT = {port}; serve.API = {api_url!r}; "
+        "sys.exit(serve.main(sys.argv[1:]))"
+    )
+    command = [sys.executable, "-c", script, "--dumps", str(dumps), "--out", str(out)]
+    log = tmp_path / "serve.log"
+    home = tmp_path / "prefect-home"
+    servers: list[int] = []
+
+    def prefect_servers() -> list[int]:
+        marker = b"\x00".join(
+            [b"server", b"start", b"--host", b"127.0.0.1", b"--port", str(port).encode(), b""]
+        )
+        return [pid for pid, _, group, _, cmd in processes() if marker in cmd and pid == group]
+
+    try:
+        with process_group(command, prefect_env(home), log) as process:
+
+            def deployments() -> list[dict[str, Any]]:
+                assert process.poll() is None, tail(log)
+                if not healthy(api_url):
+                    return []
+                servers[:] = servers or prefect_servers()
+                found = api_post(api_url, "/deployments/filter", {})
+                return found if len(found) == 2 else []
+
+            found = {d["name"]: d for d in wait_for(deployments, 180, "two deployments")}
+            assert sorted(found) == ["monthly-release-candidate", "watch-dumps"]
+            flows = {d["name"]: api_get(api_url, f"/flows/{d['flow_id']}")["name"] for d in found.values()}
+            assert flows == {"watch-dumps": "watch-dumps", "monthly-release-candidate": "release-candidate"}
+            watch, monthly = found["watch-dumps"], found["monthly-release-candidate"]
+            assert watch["parameters"] == {"dumps_dir": str(dumps), "out_dir": str(out)}
+            assert monthly["parameters"] == {"run_dir": str(out)}
+            assert [s["schedule"]["interval"] for s in watch["schedules"]] == [3600.0]
+            assert [s["schedule"]["cron"] for s in monthly["schedules"]] == ["0 6 2 * *"]
+            # No timezone given: the server computes cron dates in UTC, as the README says (06:00 UTC).
+            assert monthly["schedules"][0]["schedule"]["timezone"] in (None, "UTC")
+            assert all(s["active"] for s in [*watch["schedules"], *monthly["schedules"]])
+            assert f"Prefect UI: http://127.0.0.1:{port}" in log.read_text()
+            # Ctrl-C: serving stops; the server, started in a session of its own, keeps running.
+            assert stop_group(process.pid, signal.SIGINT), "flows.serve did not stop on SIGINT"
+            process.wait(timeout=10)
+            assert servers and healthy(api_url)
+    finally:
+        for server in servers or prefect_servers():
+            stop_group(server)
+    assert not healthy(api_url)
