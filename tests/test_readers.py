@@ -51,7 +51,8 @@ def test_chunks_rejoin_lines_cut_inside_utf8_characters(read_size: int) -> None:
 def test_chunk_line_numbers_follow_the_file() -> None:
     data = b"".join(b'{"body": "line %d"}\n' % i for i in range(1, 101))
     chunks = list(iter_line_chunks(io.BytesIO(data), "test", 256))
-    assert [chunk.first_line for chunk in chunks] == [1, 14, 27, 39, 52, 65, 78, 91]  # 256 bytes of whole lines
+    # chunks of at most 256 bytes of whole lines
+    assert [chunk.first_line for chunk in chunks] == [1, 14, 27, 39, 52, 65, 78, 91]
     for chunk in chunks:
         first = chunk.data.split(b"\n", 1)[0]
         assert first == b'{"body": "line %d"}' % chunk.first_line
