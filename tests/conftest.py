@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -128,6 +129,18 @@ def reddit_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("slice") / "RC_sample_slice.zst"
     assert write_line_range(source, target, 600_000, 30_000) == 30_000
     return target
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
+    """Poll `condition` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
 
 
 def free_port() -> int:

@@ -8,8 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from knowref60k.errors import UserError
 from knowref60k.extract import Extractor
 from knowref60k.readers import iter_line_chunks, open_input
 from knowref60k.slicing import write_line_range
-from tests.conftest import REPO, shared_file
+from tests.conftest import REPO, shared_file, wait_for
 from tests.test_annotation import item
 
 
@@ -41,13 +39,6 @@ def dump_with_bad_lines(path: Path, lines: int, every: int) -> int:
                     bad += 1
     comments.unlink()
     return bad
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.mark.integration

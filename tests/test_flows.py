@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -31,17 +31,8 @@ from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.readers import open_input
 from knowref60k.release import load_release
 from knowref60k.splits import SPLITS
-from tests.conftest import REPO, free_port
-
-# Each yields exactly one candidate (tests/test_release.py); the other comments yield none.
-SENTENCES = [
-    "Roderick is painting a portrait of Madeline, but every pose exhausts her.",
-    "Dan played tennis with Danny all afternoon because he was bored at home.",
-    "Jessica tried to call Michael last night, but he never picked up the phone.",
-    "Daniel Day-Lewis worked with Tony Parker for years, but he never liked it.",
-    "Mark was a factor in the decision of Peyton Hillis, and that hurt his chances.",
-    "Hillary was smarter than Obama because she did not play by the rules.",
-]
+from tests.conftest import REPO, free_port, wait_for
+from tests.test_release import SENTENCES  # each yields exactly one candidate
 
 
 def comment(number: int, body: str) -> bytes:
@@ -97,18 +88,6 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 def words(text: str) -> str:
     """Console output with its line wrapping undone."""
     return " ".join(text.split())
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
-    """Poll `condition` until it returns something true; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="module")
