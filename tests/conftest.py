@@ -26,16 +26,8 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Tests that use these need a spaCy pipeline, ../shared or a server: they must be marked integration.
-HEAVY_FIXTURES = frozenset(
-    {
-        "extractor",
-        "reddit_slice",
-        "label_studio",
-        "label_studio_server",
-        "label_studio_template",
-        "pipeline_run",
-    }
-)
+# (A test's fixture names include those its fixtures use: `label_studio` brings the template along.)
+HEAVY_FIXTURES = frozenset({"extractor", "reddit_slice", "label_studio_template", "pipeline_run"})
 _unit_test_running = False
 
 
@@ -141,6 +133,15 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+def use_label_studio(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
+    """Point the command line and the flows at a Label Studio the way a user does: the environment."""
+    monkeypatch.setenv("LABEL_STUDIO_URL", settings.url)
+    monkeypatch.setenv("LABEL_STUDIO_USERNAME", settings.username)
+    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", settings.password)
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", settings.api_key)
+    monkeypatch.setenv("KNOWREF60K_PROJECT", settings.project)
 
 
 def free_port() -> int:

@@ -21,6 +21,7 @@ from annotation.client import ITEM_COLUMNS, LabelStudioClient
 from annotation.settings import Settings
 from knowref60k.cli import app
 from knowref60k.output import ITEM_SCHEMA
+from tests.conftest import use_label_studio
 from tests.test_annotation import item, log_in
 
 ITEMS = 4
@@ -49,22 +50,13 @@ def write_items(path: Path, count: int = ITEMS) -> Path:
     return path
 
 
-def use(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
-    """Point the command line at these settings, the way a user would: through the environment."""
-    monkeypatch.setenv("LABEL_STUDIO_URL", settings.url)
-    monkeypatch.setenv("LABEL_STUDIO_USERNAME", settings.username)
-    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", settings.password)
-    monkeypatch.setenv("LABEL_STUDIO_API_KEY", settings.api_key)
-    monkeypatch.setenv("KNOWREF60K_PROJECT", settings.project)
-
-
 @pytest.fixture
 def cli_settings(
     label_studio: Settings, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Settings:
     """A project of its own for each test; annotator logins saved under tmp_path, not the repo."""
     settings = dataclasses.replace(label_studio, project=f"cli {request.node.name}"[:50])
-    use(monkeypatch, settings)
+    use_label_studio(monkeypatch, settings)
     monkeypatch.setattr(annotation.cli, "STATE_DIR", tmp_path / "state")
     return settings
 
@@ -203,7 +195,9 @@ def test_every_command_fails_in_one_line_when_the_server_is_down(
     closed_port: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     url = f"http://127.0.0.1:{closed_port}"
-    use(monkeypatch, Settings(url=url, username="admin", password="pw", api_key="0" * 40, project="down"))
+    use_label_studio(
+        monkeypatch, Settings(url=url, username="admin", password="pw", api_key="0" * 40, project="down")
+    )
     monkeypatch.setattr(annotation.cli, "STATE_DIR", tmp_path / "state")
     items = write_items(tmp_path / "run.items.parquet")
     out = tmp_path / "annotation"

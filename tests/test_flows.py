@@ -31,21 +31,8 @@ from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.readers import open_input
 from knowref60k.release import load_release
 from knowref60k.splits import SPLITS
-from tests.conftest import REPO, free_port, wait_for
-from tests.test_release import SENTENCES  # each yields exactly one candidate
-
-
-def comment(number: int, body: str) -> bytes:
-    fields = {
-        "id": f"c{number}",
-        "author": "secret_user_name",
-        "body": body,
-        "link_id": f"t3_{number % 4}",
-        "subreddit": "test",
-        "created_utc": 1_700_000_000 + number,
-    }
-    return orjson.dumps(fields) + b"\n"
-
+from tests.conftest import REPO, free_port, use_label_studio, wait_for
+from tests.test_release import SENTENCES, comment  # each sentence yields exactly one candidate
 
 # 9 lines: 6 candidates, a comment without a pronoun, a deleted one, and a line that is not JSON.
 DUMP_LINES = [
@@ -108,13 +95,8 @@ def run(tmp_path_factory: pytest.TempPathFactory, dump: Path) -> dict[str, Any]:
 
 
 def use_project(monkeypatch: pytest.MonkeyPatch, settings: Settings, project: str) -> Settings:
-    """The flows read Label Studio's address, logins and project from the environment."""
     chosen = dataclasses.replace(settings, project=project)
-    monkeypatch.setenv("LABEL_STUDIO_URL", chosen.url)
-    monkeypatch.setenv("LABEL_STUDIO_USERNAME", chosen.username)
-    monkeypatch.setenv("LABEL_STUDIO_PASSWORD", chosen.password)
-    monkeypatch.setenv("LABEL_STUDIO_API_KEY", chosen.api_key)
-    monkeypatch.setenv("KNOWREF60K_PROJECT", project)
+    use_label_studio(monkeypatch, chosen)
     return chosen
 
 

@@ -295,27 +295,25 @@ SENTENCES = [
 ]
 
 
+def comment(number: int, body: str) -> bytes:
+    """A dump line: four threads, and an author whose name must never reach a release."""
+    fields = {
+        "id": f"c{number}",
+        "author": "secret_user_name",
+        "body": body,
+        "link_id": f"t3_{number % 4}",
+        "subreddit": "test",
+        "created_utc": 1_700_000_000 + number,
+    }
+    return orjson.dumps(fields) + b"\n"
+
+
 @pytest.fixture(scope="module")
 def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real run folder: extraction and prepare of handmade comments, then synthetic votes."""
     run = tmp_path_factory.mktemp("run")
     dump = run / "RC_2099-01.ndjson"
-    dump.write_bytes(
-        b"".join(
-            orjson.dumps(
-                {
-                    "id": f"c{i}",
-                    "author": "secret_user_name",
-                    "body": s,
-                    "link_id": f"t3_{i % 4}",
-                    "subreddit": "test",
-                    "created_utc": 1_700_000_000 + i,
-                }
-            )
-            + b"\n"
-            for i, s in enumerate(SENTENCES)
-        )
-    )
+    dump.write_bytes(b"".join(comment(n, sentence) for n, sentence in enumerate(SENTENCES)))
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(dump, run / "candidates")
     assert report.candidates == len(SENTENCES)
