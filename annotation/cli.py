@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from annotation.settings import STATE_DIR, load_settings
-from knowref60k.errors import UserError
+from knowref60k.core.errors import UserError
 
 annotate_app = typer.Typer(help="Five-way labelling in Label Studio.", no_args_is_help=True)
 ORDER_SEED = 60_000

@@ -25,8 +25,8 @@ from label_studio_sdk.core.api_error import ApiError
 from annotation.settings import Settings, write_private
 from annotation.tasks import IDENTITIES, task_for
 from annotation.votes import VOTE_SCHEMA, votes_from_export
-from knowref60k.errors import UserError
-from knowref60k.output import atomic_path, read_rows, write_json_atomic
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import atomic_path, read_rows, write_json_atomic
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

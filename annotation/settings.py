@@ -79,7 +79,7 @@ def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
     values.setdefault("LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
     missing = [key for key in KEYS if not values.get(key)]
     if missing:
-        from knowref60k.errors import UserError
+        from knowref60k.core.errors import UserError
 
         raise UserError(
             f"Label Studio settings missing: {', '.join(missing)}. "

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.cli import make_console, render_funnel
-from knowref60k.config import ExtractConfig
-from knowref60k.extract import Extractor
-from knowref60k.readers import iter_line_chunks, open_input
-from knowref60k.slicing import write_line_range
-from knowref60k.stats import PipelineStats
+from knowref60k.cli.app import make_console, render_funnel
+from knowref60k.core.config import ExtractConfig
+from knowref60k.core.stats import PipelineStats
+from knowref60k.extract.extractor import Extractor
+from knowref60k.ingest.readers import iter_line_chunks, open_input
+from knowref60k.ingest.slicing import write_line_range
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"

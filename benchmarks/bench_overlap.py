@@ -20,12 +20,12 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.audit import OverlapAudit, write_benchmark_scores
-from knowref60k.benchmarks import TEST_SETS
-from knowref60k.cli import make_console
-from knowref60k.corpus import CorpusIndexer
-from knowref60k.nlp import Pipeline, resolve_model_name
-from knowref60k.readers import detect_format, iter_line_chunks, open_input
+from knowref60k.cli.app import make_console
+from knowref60k.extract.nlp import Pipeline, resolve_model_name
+from knowref60k.ingest.readers import detect_format, iter_line_chunks, open_input
+from knowref60k.overlap.audit import OverlapAudit, write_benchmark_scores
+from knowref60k.overlap.benchmarks import TEST_SETS
+from knowref60k.overlap.corpus import CorpusIndexer
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -18,14 +18,14 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from knowref60k.cli import make_console
-from knowref60k.config import ExtractConfig, PrepareConfig
-from knowref60k.evaluation import load_reference
-from knowref60k.extract import CandidateExtractor
-from knowref60k.nlp import resolve_model_name
-from knowref60k.output import CANDIDATE_SCHEMA
-from knowref60k.prepare import Preparer
-from knowref60k.readers import LineChunk
+from knowref60k.cli.app import make_console
+from knowref60k.core.config import ExtractConfig, PrepareConfig
+from knowref60k.core.io import CANDIDATE_SCHEMA
+from knowref60k.extract.evaluation import load_reference
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.ingest.readers import LineChunk
+from knowref60k.prepare.preparer import Preparer
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "output" / "bench"

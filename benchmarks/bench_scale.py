@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 
 from flows.serve import API, start_prefect_server
-from knowref60k.cli import make_console
-from knowref60k.slicing import split_dump
+from knowref60k.cli.app import make_console
+from knowref60k.ingest.slicing import split_dump
 
 REPO = Path(__file__).resolve().parent.parent
 DUMP = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"

@@ -16,8 +16,8 @@ from prefect import flow, get_run_logger, task
 from annotation.cli import ORDER_SEED
 from annotation.client import LabelStudioClient, read_items
 from annotation.settings import Settings, load_settings
-from knowref60k.cli import make_console
-from knowref60k.errors import UserError
+from knowref60k.cli.app import make_console
+from knowref60k.core.errors import UserError
 
 
 @task(retries=2, retry_delay_seconds=30, task_run_name="push {items_path}")

@@ -22,12 +22,12 @@ from flows.common import missing_inputs
 from flows.labelling import push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
 from flows.release import cut_release
-from knowref60k.cli import make_console, render_funnel
-from knowref60k.errors import UserError
-from knowref60k.output import file_sha256
-from knowref60k.release import load_release
-from knowref60k.splits import SPLITS
-from knowref60k.stats import PipelineStats
+from knowref60k.cli.app import make_console, render_funnel
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import file_sha256
+from knowref60k.core.stats import PipelineStats
+from knowref60k.release.build import load_release
+from knowref60k.release.splits import SPLITS
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DUMPS = [

@@ -11,9 +11,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from knowref60k.config import load_config
-from knowref60k.extract import Extractor, merge_stats
-from knowref60k.output import write_json_atomic
+from knowref60k.core.config import load_config
+from knowref60k.core.io import write_json_atomic
+from knowref60k.extract.extractor import Extractor, merge_stats
 
 
 @task(retries=2, retry_delay_seconds=10, task_run_name="extract {path}")

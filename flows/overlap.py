@@ -16,14 +16,14 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from knowref60k.cli import make_console
-from knowref60k.errors import UserError
-from knowref60k.nlp import resolve_model_name
+from knowref60k.cli.app import make_console
+from knowref60k.core.errors import UserError
+from knowref60k.extract.nlp import resolve_model_name
 
 
 @task(retries=2, retry_delay_seconds=10, task_run_name="index {corpus_path}")
 def index_corpus_file(corpus_path: str, index_dir: str, workers: int = 2) -> dict[str, Any]:
-    from knowref60k.corpus import CorpusIndexer
+    from knowref60k.overlap.corpus import CorpusIndexer
 
     with CorpusIndexer(Path(index_dir), resolve_model_name(None), workers) as indexer:
         report = indexer.add_file(Path(corpus_path))
@@ -40,8 +40,8 @@ def index_corpus_file(corpus_path: str, index_dir: str, workers: int = 2) -> dic
 
 @task(task_run_name="score benchmarks against {index_dir}")
 def score_benchmarks(index_dir: str, out_dir: str) -> dict[str, Any]:
-    from knowref60k.audit import OverlapAudit, write_benchmark_scores
-    from knowref60k.benchmarks import TEST_SETS
+    from knowref60k.overlap.audit import OverlapAudit, write_benchmark_scores
+    from knowref60k.overlap.benchmarks import TEST_SETS
 
     audit = OverlapAudit.load(Path(index_dir))
     report = write_benchmark_scores(audit.score_benchmarks(TEST_SETS), audit, Path(out_dir))

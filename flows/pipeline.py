@@ -20,9 +20,9 @@ from flows.common import missing_inputs
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
-from knowref60k.cli import make_console, render_funnel
-from knowref60k.errors import UserError
-from knowref60k.stats import PipelineStats
+from knowref60k.cli.app import make_console, render_funnel
+from knowref60k.core.errors import UserError
+from knowref60k.core.stats import PipelineStats
 
 
 @flow(name="candidates-to-items")

@@ -10,9 +10,9 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from knowref60k.config import load_prepare_config
-from knowref60k.output import write_json_atomic
-from knowref60k.prepare import Preparer, prepare_stats
+from knowref60k.core.config import load_prepare_config
+from knowref60k.core.io import write_json_atomic
+from knowref60k.prepare.preparer import Preparer, prepare_stats
 
 
 @task(retries=2, retry_delay_seconds=10, task_run_name="prepare {candidates_path}")

@@ -14,9 +14,9 @@ from typing import Any
 from prefect import flow, task
 
 from flows.annotate import collect_votes
-from knowref60k.cli import make_console
-from knowref60k.errors import UserError
-from knowref60k.release import build_release
+from knowref60k.cli.app import make_console
+from knowref60k.core.errors import UserError
+from knowref60k.release.build import build_release
 
 
 @task
@@ -25,7 +25,7 @@ def cut_release(
 ) -> dict[str, Any]:
     audit = None
     if overlap_index:
-        from knowref60k.audit import OverlapAudit
+        from knowref60k.overlap.audit import OverlapAudit
 
         audit = OverlapAudit.load(Path(overlap_index))
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), audit=audit)

@@ -20,10 +20,10 @@ from typing import Any
 from prefect import flow, task
 from prefect_dask import DaskTaskRunner
 
-from knowref60k.cli import make_console, render_funnel
-from knowref60k.config import load_config
-from knowref60k.extract import Extractor, merge_stats
-from knowref60k.slicing import split_dump
+from knowref60k.cli.app import make_console, render_funnel
+from knowref60k.core.config import load_config
+from knowref60k.extract.extractor import Extractor, merge_stats
+from knowref60k.ingest.slicing import split_dump
 
 
 @task(retries=2, retry_delay_seconds=10, task_run_name="extract shard {shard}")
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         args.config,
         dask_runner(args.workers, args.address),
     )
-    from knowref60k.stats import PipelineStats
+    from knowref60k.core.stats import PipelineStats
 
     console.print(
         render_funnel(PipelineStats.from_dict(result["stats"]), f"Funnel over {len(shards)} shards")

@@ -12,8 +12,8 @@ from prefect import flow, get_run_logger
 from flows.labelling import push
 from flows.pipeline import pipeline_flow
 from flows.release import release_flow
-from knowref60k.config import load_config, load_prepare_config
-from knowref60k.ledger import Ledger
+from knowref60k.core.config import load_config, load_prepare_config
+from knowref60k.ingest.ledger import Ledger
 
 DUMP_PATTERNS = ("RC_*.zst", "RC_*.ndjson")
 

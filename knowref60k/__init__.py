@@ -2,7 +2,9 @@
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from knowref60k.core.versioning import __version__
+
+__all__ = ["__version__", "load_release"]
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -10,6 +12,6 @@ if TYPE_CHECKING:
 
 def load_release(path: Any, split: str) -> "pa.Table":
     """One split of a release as a pyarrow Table: `knowref60k.load_release("data/releases/v1", "test")`."""
-    from knowref60k.release import load_release as load
+    from knowref60k.release.build import load_release as load
 
     return load(path, split)

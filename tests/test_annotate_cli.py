@@ -19,8 +19,8 @@ import annotation.cli
 from annotation.cli import simulated_truth
 from annotation.client import ITEM_COLUMNS, LabelStudioClient
 from annotation.settings import Settings
-from knowref60k.cli import app
-from knowref60k.output import ITEM_SCHEMA
+from knowref60k.cli.app import app
+from knowref60k.core.io import ITEM_SCHEMA
 from tests.conftest import use_label_studio
 from tests.test_annotation import item, log_in
 

@@ -16,7 +16,7 @@ from annotation.client import LabelStudioClient, _simulated_choice
 from annotation.settings import Settings
 from annotation.tasks import NEITHER, names_first_is_name1, sentence_html, task_for
 from annotation.votes import votes_from_export
-from knowref60k.errors import UserError
+from knowref60k.core.errors import UserError
 
 NAMES = [("Paul", "Mary"), ("Susan", "Linda"), ("James", "Robert"), ("Karen", "Betty")]
 

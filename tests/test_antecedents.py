@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from knowref60k.antecedents import base_noun_phrases, locate_target, noun_phrase_groups
-from knowref60k.connectives import TokenRange
-from knowref60k.extract import CandidateExtractor
-from knowref60k.readers import LineChunk
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.stages.antecedents import base_noun_phrases, locate_target, noun_phrase_groups
+from knowref60k.extract.stages.connectives import TokenRange
+from knowref60k.ingest.readers import LineChunk
 
 
 def run(extractor: CandidateExtractor, *sentences: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

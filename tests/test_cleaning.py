@@ -1,5 +1,5 @@
-from knowref60k.cleaning import Cleaner, clean_text, is_bot, load_bot_names, normalise_unicode
-from knowref60k.records import Comment
+from knowref60k.core.records import Comment
+from knowref60k.extract.cleaning import Cleaner, clean_text, is_bot, load_bot_names, normalise_unicode
 
 
 def comment(body: str, author: str = "someone") -> Comment:

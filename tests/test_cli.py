@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from knowref60k.cli import app
+from knowref60k.cli.app import app
 
 runner = CliRunner()
 

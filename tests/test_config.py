@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from knowref60k.config import MODEL_ENV_VAR, ExtractConfig, load_config
-from knowref60k.errors import UserError
-from knowref60k.nlp import resolve_model_name
+from knowref60k.core.config import MODEL_ENV_VAR, ExtractConfig, load_config
+from knowref60k.core.errors import UserError
+from knowref60k.extract.nlp import resolve_model_name
 
 REPO = Path(__file__).resolve().parent.parent
 

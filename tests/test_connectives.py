@@ -1,5 +1,5 @@
-from knowref60k.config import ExtractConfig
-from knowref60k.connectives import ConnectiveFilter, ConnectiveFinder, TokenRange
+from knowref60k.core.config import ExtractConfig
+from knowref60k.extract.stages.connectives import ConnectiveFilter, ConnectiveFinder, TokenRange
 
 
 def words(sentence: str) -> list[str]:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from knowref60k.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, ExtractConfig, load_config
-from knowref60k.connectives import ConnectiveFinder
-from knowref60k.evaluation import (
+from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, ExtractConfig, load_config
+from knowref60k.core.stats import STAGES
+from knowref60k.extract.evaluation import (
     ReferenceItem,
     _outcome,
     count_connectives,
@@ -19,11 +19,11 @@ from knowref60k.evaluation import (
     load_reference,
     reference_item,
 )
-from knowref60k.extract import CandidateExtractor
-from knowref60k.language import LanguageFilter
-from knowref60k.nlp import resolve_model_name
-from knowref60k.readers import LineChunk
-from knowref60k.stats import STAGES
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.stages.connectives import ConnectiveFinder
+from knowref60k.extract.stages.language import LanguageFilter
+from knowref60k.ingest.readers import LineChunk
 from tests.conftest import REPO, shared_file
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."

@@ -10,9 +10,9 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from knowref60k.config import ExtractConfig
-from knowref60k.errors import UserError
-from knowref60k.extract import Extractor, candidate_id, output_stem
+from knowref60k.core.config import ExtractConfig
+from knowref60k.core.errors import UserError
+from knowref60k.extract.extractor import Extractor, candidate_id, output_stem
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 

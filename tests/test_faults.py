@@ -14,11 +14,11 @@ import pytest
 
 from annotation.client import LabelStudioClient
 from annotation.server import Server
-from knowref60k.config import ExtractConfig
-from knowref60k.errors import UserError
-from knowref60k.extract import Extractor
-from knowref60k.readers import iter_line_chunks, open_input
-from knowref60k.slicing import write_line_range
+from knowref60k.core.config import ExtractConfig
+from knowref60k.core.errors import UserError
+from knowref60k.extract.extractor import Extractor
+from knowref60k.ingest.readers import iter_line_chunks, open_input
+from knowref60k.ingest.slicing import write_line_range
 from tests.conftest import REPO, shared_file, wait_for
 from tests.test_annotation import item
 

@@ -9,9 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.pipeline import pipeline_flow
-from knowref60k.connectives import ConnectiveFinder
-from knowref60k.extract import CandidateExtractor
-from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
+from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.stages.connectives import ConnectiveFinder
 from tests.conftest import shared_file
 
 
@@ -117,7 +117,7 @@ def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_overlap_flow_indexes_once_and_scores_the_benchmarks(tmp_path: Path) -> None:
     from flows.overlap import overlap_flow
-    from knowref60k.overlap import OverlapIndex
+    from knowref60k.overlap.index import OverlapIndex
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(

@@ -27,10 +27,10 @@ from annotation.settings import Settings
 from flows.annotate import collect_flow, push_flow
 from flows.extract import extract_flow
 from flows.prepare import prepare_flow
-from knowref60k.output import CANDIDATE_SCHEMA, ITEM_SCHEMA
-from knowref60k.readers import open_input
-from knowref60k.release import load_release
-from knowref60k.splits import SPLITS
+from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
+from knowref60k.ingest.readers import open_input
+from knowref60k.release.build import load_release
+from knowref60k.release.splits import SPLITS
 from tests.conftest import REPO, free_port, use_label_studio, wait_for
 from tests.test_release import SENTENCES, comment  # each sentence yields exactly one candidate
 

@@ -1,7 +1,7 @@
 import os
 from pathlib import Path
 
-from knowref60k.ledger import Ledger
+from knowref60k.ingest.ledger import Ledger
 
 
 def test_ledger_processes_once_per_config_again_on_change_and_retries_failures(tmp_path: Path) -> None:

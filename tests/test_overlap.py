@@ -7,9 +7,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from knowref60k.extract import CandidateExtractor
-from knowref60k.overlap import ItemParser, OverlapIndex, analyse
-from knowref60k.readers import iter_line_chunks, iter_lines, open_input
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
+from knowref60k.overlap.index import ItemParser, OverlapIndex, analyse
 from tests.conftest import shared_file
 
 TABLE_4 = [
@@ -67,7 +67,7 @@ def test_paper_table_4_ranking(tmp_path: Path, extractor: CandidateExtractor) ->
 def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from knowref60k.cli import app
+    from knowref60k.cli.app import app
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join([*TABLE_4, WRONG_ORDER, "I like turtles."]) + "\n")
@@ -86,8 +86,8 @@ def test_index_and_query_commands_resume_and_print_json(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_thirteen_gram_contamination_against_the_real_benchmarks() -> None:
-    from knowref60k.benchmarks import read_benchmarks
-    from knowref60k.contamination import ContaminationIndex, benchmark_sentences, ngrams
+    from knowref60k.overlap.benchmarks import read_benchmarks
+    from knowref60k.overlap.contamination import ContaminationIndex, benchmark_sentences, ngrams
 
     index = ContaminationIndex(benchmark_sentences(read_benchmarks(shared_file("data/benchmarks"))))
     copied = (
@@ -108,11 +108,11 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     import pyarrow.parquet as pq
     from typer.testing import CliRunner
 
-    from knowref60k.cli import app
-    from knowref60k.config import PrepareConfig
-    from knowref60k.output import CANDIDATE_SCHEMA
-    from knowref60k.prepare import Preparer
-    from knowref60k.readers import LineChunk
+    from knowref60k.cli.app import app
+    from knowref60k.core.config import PrepareConfig
+    from knowref60k.core.io import CANDIDATE_SCHEMA
+    from knowref60k.ingest.readers import LineChunk
+    from knowref60k.prepare.preparer import Preparer
 
     rows = extractor.process("t.txt", "text", LineChunk(1, (LONG + "\n").encode())).rows
     assert len(rows) == 1
@@ -144,7 +144,7 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
 
 
 def test_skip_lines_drops_done_lines_across_chunk_boundaries() -> None:
-    from knowref60k.readers import LineChunk, skip_lines
+    from knowref60k.ingest.readers import LineChunk, skip_lines
 
     chunks = [LineChunk(1, b"a\nb\nc\n"), LineChunk(4, b"d\ne\n"), LineChunk(6, b"f")]
     assert list(skip_lines(chunks, 2)) == [LineChunk(3, b"c\n"), LineChunk(4, b"d\ne\n"), LineChunk(6, b"f")]
@@ -163,7 +163,7 @@ def _indexed_texts(directory: Path) -> list[str]:
 def test_corpus_indexing_resumes_after_a_crash_without_duplicates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extractor: CandidateExtractor
 ) -> None:
-    from knowref60k.corpus import CorpusIndexer
+    from knowref60k.overlap.corpus import CorpusIndexer
 
     lines = [
         orjson.dumps({"text": f"Sentence number {i} is here. And a second one {i}."}) for i in range(300)
@@ -207,7 +207,7 @@ def test_corpus_indexing_resumes_after_a_crash_without_duplicates(
 
 @pytest.mark.integration
 def test_benchmark_items_are_read_and_parsed(extractor: CandidateExtractor) -> None:
-    from knowref60k.benchmarks import read_benchmarks
+    from knowref60k.overlap.benchmarks import read_benchmarks
 
     sets = read_benchmarks(shared_file("data/benchmarks"))
     assert {name: len(items) for name, items in sets.items()} == {
@@ -236,7 +236,7 @@ def test_benchmark_items_are_read_and_parsed(extractor: CandidateExtractor) -> N
 def test_benchmarks_command_writes_scores_report_and_figure(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from knowref60k.cli import app
+    from knowref60k.cli.app import app
 
     index = OverlapIndex(tmp_path / "ix", create=True)
     index.add(["My trophy doesn't fit into the suitcase because it is too large.", "I like turtles."])
@@ -257,7 +257,7 @@ def test_benchmarks_command_writes_scores_report_and_figure(tmp_path: Path) -> N
 def test_a_missing_index_is_a_clear_error(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from knowref60k.cli import app
+    from knowref60k.cli.app import app
 
     result = CliRunner().invoke(app, ["overlap", "query", QUERY, "--index", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "no overlap index there" in result.output

@@ -11,15 +11,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from knowref60k.config import PrepareConfig
-from knowref60k.dedup import DedupIndex, normalise
-from knowref60k.errors import UserError
-from knowref60k.extract import CandidateExtractor
-from knowref60k.names import load_first_names, perturbation_pool
-from knowref60k.output import CANDIDATE_SCHEMA
-from knowref60k.perturb import draw_names, item_seed, perturb
-from knowref60k.prepare import Preparer
-from knowref60k.readers import LineChunk, iter_line_chunks, iter_lines, open_input
+from knowref60k.core.config import PrepareConfig
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import CANDIDATE_SCHEMA
+from knowref60k.core.names import load_first_names, perturbation_pool
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.ingest.readers import LineChunk, iter_line_chunks, iter_lines, open_input
+from knowref60k.prepare.dedup import DedupIndex, normalise
+from knowref60k.prepare.perturb import draw_names, item_seed, perturb
+from knowref60k.prepare.preparer import Preparer
 from tests.conftest import shared_file
 
 POOLS = {gender: perturbation_pool(gender, 0.1) for gender in ("male", "female")}
@@ -177,7 +177,7 @@ def candidates_file(path: Path, rows: list[dict[str, Any]]) -> Path:
 def test_a_failure_mid_file_rolls_back_the_dedup_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import knowref60k.prepare
+    import knowref60k.prepare.preparer
 
     sentences = [f"Paul met Mary on day {n}, but she left early." for n in range(5)]
     rows = [handmade(s, "Paul", "Mary", "she", "female", f"c{n}") for n, s in enumerate(sentences)]
@@ -186,7 +186,7 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
         tmp_path / "c" / "RC_2099-02.candidates.parquet", [{**rows[1], "candidate_id": "f1"}]
     )
     calls = {"n": 0}
-    working = knowref60k.prepare.perturb
+    working = knowref60k.prepare.preparer.perturb
 
     def fails_on_the_third(*args: Any) -> Any:
         calls["n"] += 1
@@ -194,7 +194,7 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
             raise RuntimeError("disk full")
         return working(*args)
 
-    monkeypatch.setattr(knowref60k.prepare, "perturb", fails_on_the_third)
+    monkeypatch.setattr(knowref60k.prepare.preparer, "perturb", fails_on_the_third)
     index_path = tmp_path / "dedup.sqlite"
     with Preparer(PrepareConfig(), index_path) as preparer:
         with pytest.raises(RuntimeError, match="disk full"):
@@ -202,7 +202,7 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
         assert [p.name for p in (tmp_path / "items").iterdir()] == []  # no items file, not even a partial
         # The same preparer goes on with the next file: January's two decided items are forgotten, so
         # February's copy of one of them is kept, not counted as a duplicate of an item never written.
-        monkeypatch.setattr(knowref60k.prepare, "perturb", working)
+        monkeypatch.setattr(knowref60k.prepare.preparer, "perturb", working)
         assert preparer.prepare_file(february, tmp_path / "items").items == 1
         rerun = preparer.prepare_file(january, tmp_path / "items")
     assert (rerun.items, rerun.stats["dedup"].dropped) == (4, {"exact_duplicate": 1})

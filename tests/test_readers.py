@@ -10,9 +10,9 @@ import orjson
 import pytest
 import zstandard
 
-from knowref60k.errors import UserError
-from knowref60k.readers import LineChunk, detect_format, iter_line_chunks, open_input, parse_chunk
-from knowref60k.stats import StageStats
+from knowref60k.core.errors import UserError
+from knowref60k.core.stats import StageStats
+from knowref60k.ingest.readers import LineChunk, detect_format, iter_line_chunks, open_input, parse_chunk
 
 COMMENTS = [
     {
@@ -168,7 +168,7 @@ def test_concatenated_zstd_frames_are_all_read(tmp_path: Path) -> None:
 
 
 def test_write_line_range_cuts_exact_lines(tmp_path: Path) -> None:
-    from knowref60k.slicing import write_line_range
+    from knowref60k.ingest.slicing import write_line_range
 
     source = tmp_path / "RC_2099-03.ndjson"
     source.write_bytes(b"".join(b'{"body": "line %d"}\n' % i for i in range(1, 1001)))
@@ -180,7 +180,7 @@ def test_write_line_range_cuts_exact_lines(tmp_path: Path) -> None:
 
 
 def test_split_dump_into_contiguous_shards_keeps_every_line_once(tmp_path: Path) -> None:
-    from knowref60k.slicing import split_dump
+    from knowref60k.ingest.slicing import split_dump
 
     source = tmp_path / "RC_2099-04.ndjson"
     lines = [b'{"body": "line %d"}' % i for i in range(1, 1002)]

@@ -15,15 +15,15 @@ import pytest
 import knowref60k
 from annotation.tasks import task_for
 from annotation.votes import VOTE_SCHEMA, votes_from_export
-from knowref60k.agreement import AgreementRule, agreement, decide, fleiss_kappa
-from knowref60k.config import ExtractConfig, PrepareConfig
-from knowref60k.errors import UserError
-from knowref60k.extract import CandidateExtractor, Extractor
-from knowref60k.output import ITEM_SCHEMA
-from knowref60k.prepare import Preparer
-from knowref60k.release import build_release, opaque
-from knowref60k.splits import split_of
-from knowref60k.stats import PipelineStats
+from knowref60k.core.config import ExtractConfig, PrepareConfig
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import ITEM_SCHEMA
+from knowref60k.core.stats import PipelineStats
+from knowref60k.extract.extractor import CandidateExtractor, Extractor
+from knowref60k.prepare.preparer import Preparer
+from knowref60k.release.agreement import AgreementRule, agreement, decide, fleiss_kappa
+from knowref60k.release.build import build_release, opaque
+from knowref60k.release.splits import split_of
 
 RULE = AgreementRule()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -261,7 +261,7 @@ def test_adding_items_to_a_release_moves_none_between_splits(tmp_path: Path) -> 
 def test_release_command_applies_a_custom_agreement_rule(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from knowref60k.cli import app
+    from knowref60k.cli.app import app
 
     run = synthetic_run(tmp_path / "run", {"t3_a": 2, "t3_b": 2})
     votes = pq.read_table(run / "votes.parquet").to_pylist()
@@ -508,7 +508,7 @@ def test_missing_inputs_are_clear_errors(tmp_path: Path) -> None:
 def test_release_and_stats_commands(pipeline_run: Path, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from knowref60k.cli import app
+    from knowref60k.cli.app import app
 
     runner = CliRunner()
     args = [
@@ -535,8 +535,8 @@ def test_release_with_an_overlap_index_scores_items_and_reports_in_the_card(
 ) -> None:
     from datasets import load_dataset
 
-    from knowref60k.audit import OverlapAudit
-    from knowref60k.overlap import OverlapIndex
+    from knowref60k.overlap.audit import OverlapAudit
+    from knowref60k.overlap.index import OverlapIndex
     from tests.conftest import shared_file
 
     index_dir = tmp_path / "index"

@@ -5,14 +5,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-import knowref60k.versioning
 from annotation.client import Account, save_accounts
 from annotation.settings import (
     KEYS,
@@ -21,8 +19,8 @@ from annotation.settings import (
     read_env_file,
     write_default_env_file,
 )
-from knowref60k.errors import UserError
-from knowref60k.versioning import code_fingerprint
+from knowref60k.core.errors import UserError
+from knowref60k.core.versioning import code_fingerprint
 
 
 def mode(path: Path) -> int:
@@ -215,45 +213,40 @@ def test_save_accounts_appends_and_keeps_the_file_private(tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """PACKAGE_DIR pointing at a folder with two fake modules; the fingerprint cache empty around it."""
-    (tmp_path / "a.py").write_text("A = 1\n", encoding="utf-8")
+def fake_package(tmp_path: Path) -> Path:
+    """A package folder where `a` imports `b` (inside a function), and `c` stands alone."""
+    (tmp_path / "a.py").write_text("def f():\n    from knowref60k.b import B\n", encoding="utf-8")
     (tmp_path / "b.py").write_text("B = 2\n", encoding="utf-8")
-    monkeypatch.setattr(knowref60k.versioning, "PACKAGE_DIR", tmp_path)
-    code_fingerprint.cache_clear()
-    yield tmp_path
-    code_fingerprint.cache_clear()
+    (tmp_path / "c.py").write_text("C = 3\n", encoding="utf-8")
+    return tmp_path
 
 
 def test_code_fingerprint_of_the_real_package_is_16_hex_digits() -> None:
-    fingerprint = code_fingerprint("extract", "cleaning")
+    fingerprint = code_fingerprint("knowref60k.extract.cleaning", "knowref60k.release.splits")
     assert re.fullmatch(r"[0-9a-f]{16}", fingerprint)
-    assert code_fingerprint("cleaning", "extract") == fingerprint
-    assert code_fingerprint("extract") != fingerprint
+    assert code_fingerprint("knowref60k.release.splits", "knowref60k.extract.cleaning") == fingerprint
+    assert code_fingerprint("knowref60k.extract.cleaning") != fingerprint
 
 
 def test_code_fingerprint_is_pinned_for_fixed_sources(fake_package: Path) -> None:
-    assert code_fingerprint("a", "b") == "aad6917463b1d479"
-    assert code_fingerprint("a") == "bf114f8eae7fe07e"
+    assert code_fingerprint("knowref60k.a", root=fake_package) == "b4671ba7ab35e7b5"
+    assert code_fingerprint("knowref60k.b", root=fake_package) == "448f441671cf038d"
 
 
-def test_code_fingerprint_ignores_argument_order(fake_package: Path) -> None:
-    assert code_fingerprint("a", "b") == code_fingerprint("b", "a")
-    assert code_fingerprint("a", "b") != code_fingerprint("a")
+def test_code_fingerprint_follows_imports_and_ignores_argument_order(fake_package: Path) -> None:
+    with_import = code_fingerprint("knowref60k.a", root=fake_package)
+    assert with_import == code_fingerprint("knowref60k.b", "knowref60k.a", root=fake_package)
+    assert with_import != code_fingerprint("knowref60k.a", "knowref60k.c", root=fake_package)
 
 
 def test_code_fingerprint_follows_the_source_of_its_modules_only(fake_package: Path) -> None:
-    before = code_fingerprint("a", "b")
-    (fake_package / "c.py").write_text("C = 3\n", encoding="utf-8")  # an unrelated module
-    code_fingerprint.cache_clear()
-    assert code_fingerprint("a", "b") == before
-    (fake_package / "b.py").write_text("B = 3\n", encoding="utf-8")
-    code_fingerprint.cache_clear()
-    changed = code_fingerprint("a", "b")
-    assert changed != before
+    before = code_fingerprint("knowref60k.a", root=fake_package)
+    (fake_package / "c.py").write_text("C = 4\n", encoding="utf-8")  # an unrelated module
+    assert code_fingerprint("knowref60k.a", root=fake_package) == before
+    (fake_package / "b.py").write_text("B = 3\n", encoding="utf-8")  # imported by a
+    assert code_fingerprint("knowref60k.a", root=fake_package) != before
     (fake_package / "b.py").write_text("B = 2\n", encoding="utf-8")
-    code_fingerprint.cache_clear()
-    assert code_fingerprint("a", "b") == before  # same source, same fingerprint
+    assert code_fingerprint("knowref60k.a", root=fake_package) == before  # same source, same fingerprint
 
 
 def test_port_of_a_url_without_one_follows_the_scheme() -> None:

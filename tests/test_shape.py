@@ -1,7 +1,7 @@
 import pytest
 
-from knowref60k.config import ExtractConfig
-from knowref60k.shape import ShapeFilter
+from knowref60k.core.config import ExtractConfig
+from knowref60k.extract.stages.shape import ShapeFilter
 
 GOOD = "John met Bill at the old mill, but he did not say a word."
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.readers import iter_line_chunks, iter_lines, open_input
+from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
 
 HERE = Path(__file__).resolve().parent
 CENSUS_FILES = {

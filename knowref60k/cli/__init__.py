@@ -1,0 +1,1 @@
+"""The `knowref60k` command line."""

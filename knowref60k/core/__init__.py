@@ -1,0 +1,1 @@
+"""Shared foundations: records, configuration, counters, files, versions, worker pools."""

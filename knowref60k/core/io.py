@@ -1,0 +1,164 @@
+"""Atomic writers for candidate Parquet files, quarantine files and stats."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from knowref60k.core.errors import UserError
+from knowref60k.core.records import QuarantinedLine
+
+CANDIDATE_SCHEMA = pa.schema(
+    [
+        pa.field("candidate_id", pa.string(), nullable=False),
+        pa.field("source_file", pa.string(), nullable=False),
+        pa.field("line_number", pa.int64(), nullable=False),
+        pa.field("comment_id", pa.string(), nullable=False),
+        pa.field("link_id", pa.string()),
+        pa.field("subreddit", pa.string()),
+        pa.field("created_utc", pa.int64()),
+        pa.field("sentence", pa.string(), nullable=False),
+        pa.field("connective", pa.string(), nullable=False),
+        pa.field("connective_start", pa.int32(), nullable=False),
+        pa.field("connective_end", pa.int32(), nullable=False),
+        pa.field("antecedent1", pa.string(), nullable=False),
+        pa.field("antecedent1_start", pa.int32(), nullable=False),
+        pa.field("antecedent1_end", pa.int32(), nullable=False),
+        pa.field("antecedent2", pa.string(), nullable=False),
+        pa.field("antecedent2_start", pa.int32(), nullable=False),
+        pa.field("antecedent2_end", pa.int32(), nullable=False),
+        pa.field("pronoun", pa.string(), nullable=False),
+        pa.field("pronoun_start", pa.int32(), nullable=False),
+        pa.field("pronoun_end", pa.int32(), nullable=False),
+        pa.field("pronoun_gender", pa.string(), nullable=False),
+    ]
+)
+# An annotation-ready item: the candidate, then the perturbation. Offsets index `perturbed_sentence`.
+# Answers are stored by identity: name1 replaces antecedent1, name2 replaces antecedent2.
+ITEM_SCHEMA = pa.schema(
+    [
+        *CANDIDATE_SCHEMA,
+        pa.field("perturbed_sentence", pa.string(), nullable=False),
+        pa.field("name1", pa.string(), nullable=False),
+        pa.field("name1_start", pa.int32(), nullable=False),
+        pa.field("name1_end", pa.int32(), nullable=False),
+        pa.field("name2", pa.string(), nullable=False),
+        pa.field("name2_start", pa.int32(), nullable=False),
+        pa.field("name2_end", pa.int32(), nullable=False),
+        pa.field("perturbed_pronoun_start", pa.int32(), nullable=False),
+        pa.field("perturbed_pronoun_end", pa.int32(), nullable=False),
+        pa.field("perturbation_seed", pa.int64(), nullable=False),
+    ]
+)
+ROW_GROUP_SIZE = 50_000
+
+
+def partial_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.partial")
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` that replaces it only if the block finishes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = partial_path(path)
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def source_identity(path: Path) -> dict[str, int]:
+    """Size and modification time: what tells a finished marker that its input is unchanged."""
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def finished_marker(
+    marker: Path, outputs: Iterable[Path], fingerprint: str, source: Path
+) -> dict[str, Any] | None:
+    """A completion marker's content when it and every output exist, and the fingerprint and source match."""
+    if not marker.exists() or not all(path.exists() for path in outputs):
+        return None
+    report: dict[str, Any] = orjson.loads(marker.read_bytes())
+    if report.get("fingerprint") != fingerprint or report.get("source") != source_identity(source):
+        return None
+    return report
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(
+            orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+        )
+
+
+class RowWriter:
+    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking."""
+
+    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, str]) -> None:
+        schema = schema.with_metadata({key.encode(): value.encode() for key, value in metadata.items()})
+        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self._schema = schema
+        self._pending: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def write(self, rows: list[dict[str, Any]]) -> None:
+        self._pending.extend(rows)
+        while len(self._pending) >= ROW_GROUP_SIZE:
+            self._flush(self._pending[:ROW_GROUP_SIZE])
+            del self._pending[:ROW_GROUP_SIZE]
+
+    def close(self) -> None:
+        if self._pending or self.rows == 0:
+            self._flush(self._pending)
+        self._pending = []
+        self._writer.close()
+
+    def _flush(self, rows: list[dict[str, Any]]) -> None:
+        self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        self.rows += len(rows)
+
+
+def read_rows(path: Path, columns: list[str], kind: str) -> Iterator[dict[str, Any]]:
+    """Rows of a Parquet file of ours, one row group at a time; a file of another shape is a user error."""
+    if not path.is_file():
+        raise UserError(f"{kind} file not found: {path}")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises several kinds for a file that is not Parquet
+        raise UserError(f"{path}: not a Parquet file ({error})") from None
+    missing = set(columns) - set(parquet.schema_arrow.names)
+    if missing:
+        raise UserError(f"{path}: not a {kind} file, missing columns {', '.join(sorted(missing))}")
+    for batch in parquet.iter_batches(columns=columns):
+        yield from batch.to_pylist()
+
+
+def write_quarantine(handle: IO[bytes], source: str, lines: list[QuarantinedLine]) -> None:
+    for line in lines:
+        record = {
+            "source_file": source,
+            "line_number": line.line_number,
+            "reason": line.reason,
+            "detail": line.detail,
+            "raw": line.raw,
+        }
+        handle.write(orjson.dumps(record) + b"\n")

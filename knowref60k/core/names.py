@@ -1,0 +1,118 @@
+"""Name lists (1990 US Census, SSA baby names) used to recognise person names."""
+
+from __future__ import annotations
+
+import bisect
+import csv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from knowref60k.core.paths import DATA_DIR
+
+NAMES_DIR = DATA_DIR / "names"
+GENDERS = ("male", "female")
+
+
+def _rows(path: Path) -> Iterator[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        yield from csv.DictReader(handle, delimiter="\t")
+
+
+@lru_cache(maxsize=4)
+def load_first_names(gender: str, names_dir: Path = NAMES_DIR) -> dict[str, float]:
+    """Census first names of one gender (title case) -> frequency in percent."""
+    return {row["name"]: float(row["frequency_percent"]) for row in _rows(names_dir / f"{gender}.tsv")}
+
+
+@lru_cache(maxsize=4)
+def known_first_names(ssa_min_count: int, names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    """Census first names, plus SSA baby names given to at least `ssa_min_count` babies."""
+    census = {name for gender in GENDERS for name in load_first_names(gender, names_dir)}
+    ssa = {
+        row["name"]
+        for row in _rows(names_dir / "ssa_first_names.tsv")
+        if int(row["count_male"]) + int(row["count_female"]) >= ssa_min_count
+    }
+    return frozenset(census | ssa)
+
+
+@lru_cache(maxsize=4)
+def popular_first_names(min_percent: float, names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    """Census first names borne by at least `min_percent` percent of people of either gender."""
+    return frozenset(
+        name
+        for gender in GENDERS
+        for name, percent in load_first_names(gender, names_dir).items()
+        if percent >= min_percent
+    )
+
+
+@lru_cache(maxsize=2)
+def known_surnames(names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    return frozenset(row["name"] for row in _rows(names_dir / "surnames.tsv"))
+
+
+@dataclass(frozen=True)
+class NameLexicon:
+    """What person detection knows about words: first names, surnames, and common English words."""
+
+    first_names: frozenset[str]
+    popular_first_names: frozenset[str]
+    surnames: frozenset[str]
+    common_words: frozenset[str]
+
+    def is_first_name(self, text: str) -> bool:
+        return text.capitalize() in self.first_names
+
+    def is_popular_first_name(self, text: str) -> bool:
+        return text.capitalize() in self.popular_first_names
+
+    def is_surname(self, text: str) -> bool:
+        return text.capitalize() in self.surnames
+
+    def is_common_word(self, text: str) -> bool:
+        """Whether the word is also an ordinary English word ("Man", "Magic", "Boston")."""
+        return text.lower() in self.common_words
+
+
+@dataclass(frozen=True)
+class NamePool:
+    """First names of one gender to draw from, with integer weights (frequency in 1/1000 percent), so
+    draws are exact and the same on every machine."""
+
+    gender: str
+    names: tuple[str, ...]
+    cumulative: tuple[int, ...]
+
+    @property
+    def total(self) -> int:
+        return self.cumulative[-1]
+
+    def at(self, ticket: int) -> str:
+        """The name whose weight interval holds `ticket` (0 <= ticket < total)."""
+        return self.names[bisect.bisect_right(self.cumulative, ticket % self.total)]
+
+
+@lru_cache(maxsize=8)
+def common_word_names(names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    return frozenset(row["name"] for row in _rows(names_dir / "common_word_names.tsv"))
+
+
+@lru_cache(maxsize=8)
+def perturbation_pool(gender: str, ambiguity_share: float, names_dir: Path = NAMES_DIR) -> NamePool:
+    """Census names of `gender`, minus names that are mostly common words and names borne by the other
+    gender more than `ambiguity_share` of the time."""
+    other = load_first_names("female" if gender == "male" else "male", names_dir)
+    excluded = common_word_names(names_dir)
+    names: list[str] = []
+    cumulative: list[int] = []
+    total = 0
+    for name, percent in load_first_names(gender, names_dir).items():
+        if name in excluded or other.get(name, 0.0) / (percent + other.get(name, 0.0)) > ambiguity_share:
+            continue
+        total += round(percent * 1000)
+        names.append(name)
+        cumulative.append(total)
+    return NamePool(gender, tuple(names), tuple(cumulative))

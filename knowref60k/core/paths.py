@@ -1,0 +1,12 @@
+"""Where the project's own small data lives (name lists, bot lists), and the shared data beside it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA_DIR = Path(os.environ.get("KNOWREF60K_DATA_DIR", REPO_ROOT / "data"))
+# The shared data beside the repository (dumps, benchmarks, models): read, never copied in.
+SHARED_DIR = Path(os.environ.get("KNOWREF60K_SHARED_DIR", REPO_ROOT.parent / "shared"))
+BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"

@@ -1,0 +1,1 @@
+"""Extraction: cleaning, sentence splitting and the filter stages that find candidates."""

@@ -1,0 +1,131 @@
+"""Turn a raw Reddit body into plain prose paragraphs, or say why the comment is dropped."""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+from knowref60k.core.paths import DATA_DIR
+from knowref60k.core.records import Comment
+from knowref60k.core.stats import StageStats
+
+PLACEHOLDER_BODIES = {"[deleted]": "deleted", "[removed]": "removed"}
+
+_FENCED_CODE = re.compile(r"^[ \t]*```.*?(?:^[ \t]*```[^\n]*$|\Z)", re.M | re.S)
+_INDENTED_CODE = re.compile(r"^(?: {4}|\t).*$", re.M)
+_QUOTE_LINE = re.compile(r"^[ \t]*>.*$", re.M)
+_MARKDOWN_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\s]*(?:\s+\"[^\"\n]*\")?\)")
+_URL = re.compile(r"(?:https?://|www\.)\S+", re.I)
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_EMPHASIS = re.compile(r"(\*{1,3}|~~|__)(?=\S)(.+?)(?<=\S)\1")
+_HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.M)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+_WHITESPACE = re.compile(r"\s+")
+_BOT_SUFFIX = re.compile(r"(?:Bot|BOT|[_-][Bb]ot)$")
+
+# Typographic characters are mapped to their plain forms rather than deleted, so words stay intact.
+_PLAIN_FORMS = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u00b4": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+        "\u2013": "-",
+        "\u2014": " - ",
+        "\u2212": "-",
+        "\u200b": "",
+        "\u200c": "",
+        "\u200d": "",
+        "\u2060": "",
+        "\ufeff": "",
+    }
+)
+
+
+@lru_cache(maxsize=4)
+def load_bot_names(path: Path = DATA_DIR / "bots" / "bots.txt") -> frozenset[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip().lower() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def is_bot(author: str | None, bot_names: frozenset[str]) -> bool:
+    if not author:
+        return False
+    return author.lower() in bot_names or bool(_BOT_SUFFIX.search(author))
+
+
+def normalise_unicode(text: str) -> str:
+    """Curly quotes, dashes and compatibility forms to plain ones; invisible characters removed."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text.translate(_PLAIN_FORMS))
+
+
+def strip_markdown(text: str) -> str:
+    """Remove what is not the author's prose: code, quotes of other comments, URLs; keep link texts."""
+    if "`" in text:
+        text = _FENCED_CODE.sub("", text)
+        text = _INLINE_CODE.sub("", text)
+    if "    " in text or "\t" in text:
+        text = _INDENTED_CODE.sub("", text)
+    if ">" in text:
+        text = _QUOTE_LINE.sub("", text)
+    if "](" in text:
+        text = _MARKDOWN_LINK.sub(r"\1", text)
+    if "http" in text or "www." in text:
+        text = _URL.sub("", text)
+    if "*" in text or "~~" in text or "__" in text:
+        text = _EMPHASIS.sub(r"\2", text)
+    if "#" in text:
+        text = _HEADING.sub("", text)
+    return text
+
+
+def clean_text(body: str) -> list[str]:
+    """A raw body as a list of cleaned paragraphs with single spaces inside."""
+    if "&" in body:
+        # Pushshift escapes twice in places ("&amp;#x200B;"); a second pass is harmless on plain text.
+        body = html.unescape(html.unescape(body))
+    body = normalise_unicode(body)
+    body = strip_markdown(body.replace("\r\n", "\n"))
+    paragraphs = (_WHITESPACE.sub(" ", part).strip() for part in _PARAGRAPH_BREAK.split(body))
+    return [paragraph for paragraph in paragraphs if paragraph]
+
+
+class Cleaner:
+    """Drops placeholders, bot comments and comments with no prose left; cleans the rest."""
+
+    def __init__(self, bot_names: frozenset[str] | None = None) -> None:
+        self.bot_names = load_bot_names() if bot_names is None else bot_names
+        self.stats = StageStats()
+
+    def __call__(self, comment: Comment) -> list[str]:
+        """The comment's cleaned paragraphs; an empty list when it is dropped (the reason is counted)."""
+        self.stats.total += 1
+        body = comment.body.strip()
+        if not body:
+            self.stats.drop("empty")
+            return []
+        placeholder = PLACEHOLDER_BODIES.get(body)
+        if placeholder:
+            self.stats.drop(placeholder)
+            return []
+        if is_bot(comment.author, self.bot_names):
+            self.stats.drop("bot_author")
+            return []
+        paragraphs = clean_text(comment.body)
+        if not paragraphs:
+            self.stats.drop("empty_after_cleaning")
+            return []
+        self.stats.forwarded += 1
+        return paragraphs

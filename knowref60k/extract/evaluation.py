@@ -1,0 +1,154 @@
+"""Recall of candidate extraction on the sentences the KnowRef (2019) reference pipeline accepted."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
+from knowref60k.core.errors import UserError
+from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.stages.connectives import ConnectiveFinder
+from knowref60k.ingest.readers import LineChunk
+
+_DETOKENIZE_RULES = [
+    (re.compile(r"-LRB-|-LSB-|-LCB-"), "("),
+    (re.compile(r"-RRB-|-RSB-|-RCB-"), ")"),
+    (re.compile(r"``\s*|\s*''"), '"'),
+    (re.compile(r"\(\s+"), "("),
+    (re.compile(r"\s+([.,;:!?%)\]}])"), r"\1"),
+    (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b", re.I), r"\1"),
+    (re.compile(r"\b(can|gon|wan)\s+(not|na)\b", re.I), r"\1\2"),
+    (re.compile(r"\$\s+"), "$"),
+]
+_WORD = re.compile(r"\S+")
+
+
+def detokenize(tokenized: str) -> str:
+    """CoreNLP-style tokens ("does n't", "Johnson 's", "-LRB-") back to running text."""
+    text = tokenized
+    for pattern, replacement in _DETOKENIZE_RULES:
+        text = pattern.sub(replacement, text)
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class ReferenceItem:
+    """One accepted sentence, with its antecedents and pronoun when the perturbation lets us recover them."""
+
+    sentence: str
+    antecedents: frozenset[str] | None
+    pronoun: tuple[str, int] | None
+
+
+def _occurrence(words: Sequence[str], index: int) -> tuple[str, int]:
+    """(word, how many times it occurred before): identifies a token independent of tokenisation."""
+    word = words[index].lower()
+    return word, sum(1 for w in words[:index] if w.lower() == word)
+
+
+def reference_item(item: dict[str, Any]) -> ReferenceItem:
+    original = item["original_sentence"][0].split()
+    perturbed = item["sentence_with_pronoun"].split()
+    marked = next(
+        (i for i, word in enumerate(perturbed) if word.startswith("[") and word.endswith("]")), None
+    )
+    perturbed = [word.strip("[]") if i == marked else word for i, word in enumerate(perturbed)]
+    matcher = difflib.SequenceMatcher(a=original, b=perturbed, autojunk=False)
+    replaced = []
+    pronoun = None
+    for operation, a1, a2, b1, b2 in matcher.get_opcodes():
+        if operation == "equal":
+            if marked is not None and b1 <= marked < b2:
+                pronoun = _occurrence(original, a1 + marked - b1)
+        elif not all(word.lower() in TARGET_PRONOUNS for word in original[a1:a2]):
+            replaced.append(original[a2 - 1].lower())
+    antecedents = frozenset(replaced) if len(set(replaced)) == 2 else None
+    return ReferenceItem(detokenize(" ".join(original)), antecedents, pronoun)
+
+
+def load_reference(path: Path) -> list[ReferenceItem]:
+    if not path.is_file():
+        raise UserError(f"reference items not found: {path} (expected ../shared/data/knowref2019/...)")
+    return [reference_item(item) for item in orjson.loads(path.read_bytes())]
+
+
+def count_connectives(sentence: str, finder: ConnectiveFinder) -> int:
+    """Collapsed connectives of a sentence, its final punctuation excluded (as the filter counts them)."""
+    words = re.findall(r"\w+(?:'\w+)?|[^\w\s]", sentence.lower())
+    return len(finder.find(words[:-1]))
+
+
+def _outcome(item: ReferenceItem, row: dict[str, Any] | None) -> tuple[bool, bool]:
+    """(accepted, accepted with the reference's two antecedents and pronoun)."""
+    if row is None:
+        return False, False
+    sentence = row["sentence"]
+    ours = frozenset(row[f"antecedent{i}"].split()[-1].lower() for i in (1, 2))
+    before = _WORD.findall(sentence[: row["pronoun_start"]].lower())
+    pronoun = (
+        row["pronoun"].lower(),
+        sum(1 for w in before if re.sub(r"\W", "", w) == row["pronoun"].lower()),
+    )
+    same = item.antecedents == ours and item.pronoun == pronoun
+    return True, same
+
+
+@dataclass
+class SubsetScore:
+    items: int = 0
+    accepted: int = 0
+    same: int = 0
+
+    def add(self, accepted: bool, same: bool) -> None:
+        self.items += 1
+        self.accepted += accepted
+        self.same += same
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "items": self.items,
+            "accepted": self.accepted,
+            "accepted_share": self._share(self.accepted),
+            "same_antecedents_and_pronoun": self.same,
+            "same_share": self._share(self.same),
+        }
+
+    def _share(self, count: int) -> float:
+        return round(count / self.items, 4) if self.items else 0.0
+
+
+def evaluate(items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str) -> dict[str, Any]:
+    """Run the whole extraction on the items (one per line) and score recall on two subsets."""
+    extractor = CandidateExtractor(config, model_name)
+    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
+    result = extractor.process("knowref2019", "text", LineChunk(1, data))
+    rows = {row["line_number"]: row for row in result.rows}
+    finder = ConnectiveFinder(ExtractConfig().connectives)
+    scores = {"all": SubsetScore(), "single_connective": SubsetScore()}
+    for line, item in enumerate(items, start=1):
+        accepted, same = _outcome(item, rows.get(line))
+        scores["all"].add(accepted, same)
+        if count_connectives(item.sentence, finder) == 1:
+            scores["single_connective"].add(accepted, same)
+    return {
+        "max_connectives": config.max_connectives,
+        "person_detection": config.person_detection,
+        "antecedent_rule": config.antecedent_rule,
+        "recoverable_reference_antecedents": sum(1 for item in items if item.antecedents and item.pronoun),
+        "subsets": {name: score.to_dict() for name, score in scores.items()},
+        "stats": result.stats.to_dict(),
+    }
+
+
+def evaluate_modes(
+    items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str, modes: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    return [evaluate(items, dataclasses.replace(config, **mode), model_name) for mode in modes]

@@ -1,0 +1,134 @@
+"""Find, load and run the spaCy pipeline, independent of which English model it is."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import orjson
+import spacy
+from spacy.attrs import ORTH
+from spacy.language import Language
+from spacy.pipeline import Sentencizer
+from spacy.tokens import Doc
+
+from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR
+from knowref60k.core.errors import UserError
+
+log = logging.getLogger(__name__)
+
+MODEL_HELP = (
+    "Install one with `make setup` (it installs ../shared/models/en_ud_open_sm-*.whl when that folder "
+    "exists), "
+    "or `pip install <model wheel>`, or choose an installed one with --model or "
+    f"{MODEL_ENV_VAR}=<name or path>."
+)
+# What each step of extraction needs; everything else (parser, lemmatizer, ...) is never run.
+TAGGING_COMPONENTS = ("tok2vec", "tagger")
+NER_COMPONENTS = ("ner",)
+# Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
+WARM_CHUNKS = 2
+
+
+def model_version(name: str) -> str:
+    """The installed pipeline's version, read without loading it."""
+    if Path(name).is_dir():
+        meta = Path(name) / "meta.json"
+        return str(orjson.loads(meta.read_bytes()).get("version", "unknown")) if meta.exists() else "unknown"
+    return str(spacy.util.get_package_version(name) or "unknown")
+
+
+def pronoun_pattern(nlp: Language, pronouns: Iterable[str]) -> re.Pattern[str]:
+    """A regex that finds every text whose tokens can include one of `pronouns`.
+
+    Besides the words themselves, the tokenizer's exceptions split some forms without an apostrophe
+    ("hes" -> "he" "s"); those are included, so a text the regex misses can never yield the pronoun.
+    """
+    wanted = {p.lower() for p in pronouns}
+    forms = set(wanted)
+    rules: dict[str, list[dict[int, str]]] = getattr(nlp.tokenizer, "rules", {})
+    for surface, pieces in rules.items():
+        if any(str(piece.get(ORTH, "")).lower() in wanted for piece in pieces):
+            forms.add(surface.lower())
+    alternatives = "|".join(sorted(map(re.escape, forms), key=len, reverse=True))
+    return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
+
+
+def common_words(nlp: Language) -> frozenset[str]:
+    """Lower-case English words from the pipeline's lemmatizer index (WordNet-derived), if it has one."""
+    if "lemmatizer" not in nlp.pipe_names:
+        return frozenset()
+    lookups = getattr(nlp.get_pipe("lemmatizer"), "lookups", None)
+    if lookups is None or not lookups.has_table("lemma_index"):
+        return frozenset()
+    index = lookups.get_table("lemma_index")
+    return frozenset(word for key in index for word in index[key] if word.islower())
+
+
+def is_installed(name: str) -> bool:
+    return Path(name).is_dir() or importlib.util.find_spec(name.replace("-", "_")) is not None
+
+
+def resolve_model_name(requested: str | None) -> str:
+    """The requested model, else the first installed default (en_core_web_sm, then en_ud_open_sm)."""
+    if requested:
+        if not is_installed(requested):
+            raise UserError(f"spaCy pipeline {requested!r} is not installed. {MODEL_HELP}")
+        return requested
+    for name in DEFAULT_MODELS:
+        if is_installed(name):
+            return name
+    raise UserError(f"no spaCy pipeline found (tried {', '.join(DEFAULT_MODELS)}). {MODEL_HELP}")
+
+
+class Pipeline:
+    """A loaded spaCy pipeline split into the pieces extraction runs separately: split, tag, NER."""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+        try:
+            self.nlp: Language = spacy.load(model_name)
+        except OSError as error:
+            raise UserError(f"cannot load spaCy pipeline {model_name!r}: {error}. {MODEL_HELP}") from None
+        missing = [
+            name for name in (*TAGGING_COMPONENTS[1:], *NER_COMPONENTS) if name not in self.nlp.pipe_names
+        ]
+        if missing:
+            raise UserError(f"spaCy pipeline {model_name!r} lacks component(s) {', '.join(missing)}")
+        self.version = str(self.nlp.meta.get("version", "unknown"))
+        self.sentencizer = Sentencizer()
+        self._taggers = [(n, p) for n, p in self.nlp.pipeline if n in TAGGING_COMPONENTS]
+        self._ner = [(n, p) for n, p in self.nlp.pipeline if n in NER_COMPONENTS]
+        self._warm_chunks = WARM_CHUNKS
+        log.info("loaded spaCy pipeline %s %s", model_name, self.version)
+
+    def chunk_zone(self) -> AbstractContextManager[Any]:
+        """A memory zone that frees the strings one chunk of input adds to the vocabulary (they would
+        otherwise grow with the input), except for the first chunks, which warm the tokenizer's cache."""
+        if self._warm_chunks > 0:
+            self._warm_chunks -= 1
+            return nullcontext()
+        return self.nlp.memory_zone()
+
+    def split(self, paragraph: str) -> Doc:
+        """Tokenise and mark sentence starts with rules: the parser's boundaries are weak on comments."""
+        doc: Doc = self.sentencizer(self.nlp.make_doc(paragraph))
+        return doc
+
+    def tag(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
+        return _run(self._taggers, docs, batch_size)
+
+    def recognise_entities(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
+        return _run(self._ner, docs, batch_size)
+
+
+def _run(components: Sequence[tuple[str, Any]], docs: Iterable[Doc], batch_size: int) -> Iterator[Doc]:
+    stream: Iterable[Doc] = docs
+    for _name, component in components:
+        stream = component.pipe(stream, batch_size=batch_size)
+    return iter(stream)

@@ -1,0 +1,275 @@
+"""Antecedent filter: exactly two person noun phrases before the connective, the target pronoun after it.
+
+The checks run in three steps so that the costly models see as few sentences as possible:
+1. `locate_target` (words only): the pronoun rules, before any tagging;
+2. `noun_phrases` (needs PTB tags, which every English spaCy model has): the two-NP rule;
+3. `choose` (names list, and NER only where the names list is not enough): the person rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spacy.tokens import Doc
+
+from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
+from knowref60k.core.names import NameLexicon
+from knowref60k.core.stats import StageStats
+from knowref60k.extract.stages.connectives import TokenRange
+
+PRENOMINAL_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "JJ", "JJR", "JJS", "CD"})
+# The hyphen inside a name ("Day-Lewis", "Obi-Wan") gets a tag of its own so the name stays one phrase.
+NAME_HYPHEN_TAG = "NNP-HYPH"
+NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", NAME_HYPHEN_TAG})
+PROPER_NOUN_TAGS = frozenset({"NNP", "NNPS", NAME_HYPHEN_TAG})
+PREPOSITION_TAG = "IN"
+RETAGGABLE_TAGS = frozenset({"NN", "NNS", "JJ", "FW", "UH"})
+SENTENCE_OPENERS = frozenset({'"', "'", ":", "(", "-", "*"})
+# Tagged NN, but adverbs of time: "called Michael yesterday" must not make "Michael yesterday" one phrase.
+TIME_ADVERBS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
+POSSESSIVE_TAG = "POS"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The connective the antecedents precede, and the target pronoun after it."""
+
+    connective: TokenRange
+    pronoun: int
+
+
+@dataclass(frozen=True, slots=True)
+class NounPhrase:
+    """A minimal noun phrase (tokens `start:end`) and its trailing run of proper nouns (`name_start:end`)."""
+
+    start: int
+    end: int
+    name_start: int
+
+    @property
+    def has_name(self) -> bool:
+        return self.name_start < self.end
+
+
+def locate_target(
+    words: Sequence[str], connectives: Sequence[TokenRange], blocking: frozenset[str]
+) -> Target | str:
+    """The pivot connective and the target pronoun, or the reason there is none.
+
+    The target is the first third-person singular pronoun; the pivot is the last connective before it;
+    no pronoun of the blocking list may come before the pivot.
+    """
+    pronoun = next((i for i, word in enumerate(words) if word in TARGET_PRONOUNS), None)
+    if pronoun is None:
+        return "no_target_pronoun"
+    before = [c for c in connectives if c.end <= pronoun]
+    if not before:
+        return "pronoun_before_connective"
+    pivot = before[-1]
+    if any(word in blocking for word in words[: pivot.start]):
+        return "pronoun_before_connective"
+    return Target(pivot, pronoun)
+
+
+def base_noun_phrases(tags: Sequence[str], limit: int) -> list[tuple[int, int]]:
+    """Maximal `prenominal* noun+ (POS prenominal* noun+)*` runs of tokens `0:limit`."""
+    phrases: list[tuple[int, int]] = []
+    i = 0
+    while i < limit:
+        start = i
+        end = _noun_run_end(tags, i, limit)
+        if end is None:
+            i = _skip_prenominals(tags, i, limit)
+            i += 1 if i == start else 0
+            continue
+        while end < limit and tags[end] == POSSESSIVE_TAG:
+            extended = _noun_run_end(tags, end + 1, limit)
+            end = extended if extended is not None else end + 1
+            if extended is None:
+                break
+        phrases.append((start, end))
+        i = end
+    return phrases
+
+
+def _skip_prenominals(tags: Sequence[str], i: int, limit: int) -> int:
+    while i < limit and tags[i] in PRENOMINAL_TAGS:
+        i += 1
+    return i
+
+
+def _noun_run_end(tags: Sequence[str], i: int, limit: int) -> int | None:
+    """End of `prenominal* noun+` starting at i, or None when no noun follows the prenominals."""
+    i = _skip_prenominals(tags, i, limit)
+    nouns_start = i
+    while i < limit and tags[i] in NOUN_TAGS:
+        i += 1
+    return i if i > nouns_start else None
+
+
+def corrected_tags(doc: Doc, first_names: frozenset[str]) -> list[str]:
+    """PTB tags with capitalised words the tagger called common nouns or adjectives made proper nouns.
+
+    Taggers trained on edited text miss rare names in comments ("Nate/NN", "Damian/JJ"). Inside a
+    sentence a capitalised word is a name; at its start only a known first name is trusted. Hyphens
+    inside names and adverbs of time tagged as nouns are fixed too.
+    """
+    tags = []
+    for i, token in enumerate(doc):
+        tag = token.tag_
+        if tag in RETAGGABLE_TAGS and looks_like_name(token.text):
+            if not is_sentence_initial(doc, i) or token.text in first_names:
+                tag = "NNP"
+        elif token.text == "-" and _joins_names(doc, i):
+            tag = NAME_HYPHEN_TAG
+        elif token.lower_ in TIME_ADVERBS:
+            tag = "RB"
+        tags.append(tag)
+    return tags
+
+
+def looks_like_name(text: str) -> bool:
+    """Capitalised and not all capitals: "Nate", "LeBron", not "TE", "MAGA" or "S"."""
+    return len(text) > 1 and text[0].isupper() and not text.isupper()
+
+
+def is_sentence_initial(doc: Doc, i: int) -> bool:
+    """Whether token i is capitalised by position: the sentence's first word, or after a quote or colon."""
+    return i == 0 or doc[i - 1].text in SENTENCE_OPENERS
+
+
+def _joins_names(doc: Doc, i: int) -> bool:
+    if not 0 < i < len(doc) - 1 or doc[i - 1].whitespace_ or doc[i].whitespace_:
+        return False
+    return looks_like_name(doc[i - 1].text) and looks_like_name(doc[i + 1].text)
+
+
+def noun_phrase_groups(tags: Sequence[str], limit: int) -> list[list[tuple[int, int]]]:
+    """Base noun phrases ending before token `limit`, grouped as `NP (IN NP)*`.
+
+    As in the reference, "a portrait of Madeline" counts as one noun phrase.
+    """
+    groups: list[list[tuple[int, int]]] = []
+    for start, end in base_noun_phrases(tags, limit):
+        last = groups[-1][-1] if groups else None
+        if last and start == last[1] + 1 and tags[last[1]] == PREPOSITION_TAG:
+            groups[-1].append((start, end))
+        else:
+            groups.append([(start, end)])
+    return groups
+
+
+def representative(doc: Doc, tags: Sequence[str], group: Sequence[tuple[int, int]]) -> NounPhrase:
+    """The group's candidate antecedent: its first phrase that ends in a name ("Jesus" of "Jesus of
+    Nazareth", "Madeline" of "a portrait of Madeline"), else its last phrase."""
+    phrases = [NounPhrase(start, end, _name_start(doc, tags, start, end)) for start, end in group]
+    return next((phrase for phrase in phrases if phrase.has_name), phrases[-1])
+
+
+def _name_start(doc: Doc, tags: Sequence[str], start: int, end: int) -> int:
+    """Start of the phrase's trailing run of capitalised proper nouns (== end when there is none)."""
+    i = end
+    while (
+        i > start
+        and tags[i - 1] in PROPER_NOUN_TAGS
+        and (tags[i - 1] == NAME_HYPHEN_TAG or looks_like_name(doc[i - 1].text))
+    ):
+        i -= 1
+    if i < end and tags[i] == NAME_HYPHEN_TAG:
+        i += 1
+    return i
+
+
+class AntecedentFilter:
+    """Applies the antecedent rules; `stats` counts sentences in, out and every reason for a drop."""
+
+    def __init__(self, config: ExtractConfig, lexicon: NameLexicon) -> None:
+        self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
+        self.use_names = config.person_detection in ("names", "both")
+        self.use_ner = config.person_detection in ("ner", "both")
+        self.only_two_phrases = config.antecedent_rule == "two_noun_phrases"
+        self.lexicon = lexicon
+        self.stats = StageStats()
+
+    def target(self, words: Sequence[str], connectives: Sequence[TokenRange]) -> Target | None:
+        self.stats.total += 1
+        found = locate_target(words, connectives, self.blocking)
+        if isinstance(found, str):
+            self.stats.drop(found)
+            return None
+        return found
+
+    def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | None:
+        """The minimal noun phrases before the connective, if they can still hold two persons."""
+        tags = corrected_tags(doc, self.lexicon.first_names)
+        groups = noun_phrase_groups(tags, target.connective.start)
+        phrases = [representative(doc, tags, group) for group in groups]
+        named = sum(phrase.has_name for phrase in phrases)
+        if self.only_two_phrases and len(phrases) != 2:
+            self.stats.drop(
+                "fewer_than_two_noun_phrases" if len(phrases) < 2 else "more_than_two_noun_phrases"
+            )
+            return None
+        if named < 2:
+            self.stats.drop("fewer_than_two_persons")
+            return None
+        if named > 2 and self.use_names and not self.use_ner:
+            self.stats.drop("more_than_two_persons")
+            return None
+        return phrases
+
+    def needs_entities(self, doc: Doc, phrases: Sequence[NounPhrase]) -> bool:
+        """Whether NER must run: the names list alone cannot settle which phrases are persons."""
+        if not self.use_ner:
+            return False
+        named = [phrase for phrase in phrases if phrase.has_name]
+        return not (self.use_names and all(self._known_name(doc, phrase) for phrase in named))
+
+    def choose(
+        self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
+    ) -> tuple[NounPhrase, NounPhrase] | None:
+        """The two person phrases, if they are the only ones, distinct, and not named after the connective."""
+        persons = [phrase for phrase in phrases if phrase.has_name and self._is_person(doc, phrase)]
+        if len(persons) != 2:
+            self.stats.drop("fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons")
+            return None
+        first, second = persons
+        if doc[first.end - 1].lower_ == doc[second.end - 1].lower_:
+            self.stats.drop("identical_antecedents")
+            return None
+        names = {doc[i].lower_ for p in persons for i in range(p.name_start, p.end)}
+        if any(token.lower_ in names for token in doc[target.connective.end :]):
+            self.stats.drop("antecedent_repeated_after_connective")
+            return None
+        self.stats.forwarded += 1
+        return first, second
+
+    def _known_name(self, doc: Doc, phrase: NounPhrase) -> bool:
+        """Starts with a known first name. At the start of a sentence, where every word is capitalised,
+        a name that is also a common word must be a popular one ("John", "Mark"; not "Man", "General")."""
+        first = doc[phrase.name_start].text
+        if not self.lexicon.is_first_name(first):
+            return False
+        if is_sentence_initial(doc, phrase.name_start) and self.lexicon.is_common_word(first):
+            return self.lexicon.is_popular_first_name(first)
+        return True
+
+    def _is_person(self, doc: Doc, phrase: NounPhrase) -> bool:
+        """A known first name; else NER says PERSON; else (both mode) a surname that is no common word,
+        that NER calls no ORG or LOC, that follows no determiner ("the same Bible") and is not
+        capitalised by position."""
+        if self.use_names and self._known_name(doc, phrase):
+            return True
+        if not self.use_ner:
+            return False
+        labels = {doc[i].ent_type_ for i in range(phrase.name_start, phrase.end)}
+        if "PERSON" in labels:
+            return True
+        head = doc[phrase.end - 1].text
+        surname = self.lexicon.is_surname(head) and not self.lexicon.is_common_word(head)
+        determined = doc[phrase.start].tag_ == "DT"
+        initial = is_sentence_initial(doc, phrase.name_start)
+        return (
+            self.use_names and surname and not (determined or initial) and labels.isdisjoint(("ORG", "LOC"))
+        )

@@ -1,0 +1,1 @@
+"""Reading dumps: line chunks, formats, quarantine, slices and the ledger of seen dumps."""

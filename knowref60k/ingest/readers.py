@@ -1,0 +1,271 @@
+"""Stream input files as chunks of whole lines, in constant memory, and parse lines into comments."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, cast
+
+import orjson
+import zstandard
+
+from knowref60k.core.errors import UserError
+from knowref60k.core.records import Comment, QuarantinedLine
+from knowref60k.core.stats import StageStats
+
+# Pushshift writes with window log 31; the default decoder limit refuses such frames.
+ZSTD_MAX_WINDOW = 2**31
+READ_SIZE = 4 * 1024 * 1024
+INPUT_FORMATS = ("auto", "ndjson", "text")
+_TEXT_SUFFIXES = {".txt", ".text"}
+_JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
+
+
+class ZstdReader(io.RawIOBase):
+    """Decompresses zstd frame after frame, and raises on a file that ends inside a frame.
+
+    zstandard's `stream_reader` just stops at a truncated frame, which would lose the rest silently.
+    """
+
+    def __init__(self, raw: BinaryIO, read_size: int = 1 << 18) -> None:
+        self._raw = raw
+        self._read_size = read_size
+        self._decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+        self._frame = self._decompressor.decompressobj()
+        self._buffer = b""
+        self._truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            compressed = self._raw.read(self._read_size)
+            if not compressed:
+                self._truncated = not self._frame.eof and self._raw.tell() > 0
+                break
+            self._decompress(compressed)
+        data, self._buffer = (self._buffer, b"") if size < 0 else (self._buffer[:size], self._buffer[size:])
+        if not data and self._truncated:
+            raise zstandard.ZstdError("the file ends inside a zstd frame (truncated download?)")
+        return data
+
+    def _decompress(self, compressed: bytes) -> None:
+        while compressed:
+            if self._frame.eof:
+                self._frame = self._decompressor.decompressobj()
+            self._buffer += self._frame.decompress(compressed)
+            compressed = self._frame.unused_data if self._frame.eof else b""
+
+
+def _open_zstd(raw: BinaryIO) -> BinaryIO:
+    return cast(BinaryIO, ZstdReader(raw))
+
+
+def _open_gzip(raw: BinaryIO) -> BinaryIO:
+    return cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="rb"))
+
+
+def _open_bz2(raw: BinaryIO) -> BinaryIO:
+    return cast(BinaryIO, bz2.BZ2File(raw, "rb"))
+
+
+def _open_xz(raw: BinaryIO) -> BinaryIO:
+    return cast(BinaryIO, lzma.LZMAFile(raw, "rb"))
+
+
+_DECODERS: dict[str, Callable[[BinaryIO], BinaryIO]] = {
+    ".zst": _open_zstd,
+    ".gz": _open_gzip,
+    ".bz2": _open_bz2,
+    ".xz": _open_xz,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LineChunk:
+    """Whole lines of one file: `data` starts at line `first_line` (1-based), ends after a newline or EOF."""
+
+    first_line: int
+    data: bytes
+
+
+def compression_of(path: Path) -> str | None:
+    suffix = path.suffix.lower()
+    return suffix if suffix in _DECODERS else None
+
+
+def detect_format(path: Path, requested: str = "auto") -> str:
+    """`ndjson` or `text`: from the request, else from the suffix under any compression suffix."""
+    if requested not in INPUT_FORMATS:
+        raise UserError(f"unknown input format {requested!r}; use one of {', '.join(INPUT_FORMATS)}")
+    if requested != "auto":
+        return requested
+    inner = path.with_suffix("") if compression_of(path) else path
+    if inner.suffix.lower() in _TEXT_SUFFIXES:
+        return "text"
+    if inner.suffix.lower() in _JSON_SUFFIXES or inner.name.startswith("RC_"):
+        return "ndjson"
+    raise UserError(
+        f"{path}: cannot tell the format from the name; pass --input-format ndjson or --input-format text"
+    )
+
+
+def check_input(path: Path) -> None:
+    if not path.exists():
+        raise UserError(f"input file not found: {path}")
+    if not path.is_file():
+        raise UserError(f"input is not a file: {path}")
+
+
+@contextmanager
+def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
+    """(raw file, decompressed stream) of a possibly compressed file.
+
+    The raw file's position tells how far the reading has come.
+    """
+    check_input(path)
+    with path.open("rb") as raw:
+        decoder = _DECODERS.get(compression_of(path) or "")
+        yield raw, decoder(raw) if decoder else raw
+
+
+def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) -> Iterator[LineChunk]:
+    """Cut a byte stream into chunks of whole lines.
+
+    Chunks are cut only after a newline byte, which never occurs inside a multi-byte UTF-8 character,
+    so a read that ends mid-character or mid-line is carried over to the next chunk.
+    """
+    carry = b""
+    next_line = 1
+    while True:
+        try:
+            block = stream.read(read_size)
+        except (zstandard.ZstdError, OSError, EOFError, lzma.LZMAError, zlib.error) as error:
+            raise UserError(
+                f"{source}: the compressed data is corrupt or truncated after line {next_line - 1}: {error}"
+            ) from None
+        if not block:
+            break
+        buffer = carry + block
+        cut = buffer.rfind(b"\n") + 1
+        if cut == 0:
+            carry = buffer
+            continue
+        chunk, carry = buffer[:cut], buffer[cut:]
+        yield LineChunk(next_line, chunk)
+        next_line += chunk.count(b"\n")
+    if carry:
+        yield LineChunk(next_line, carry)
+
+
+def skip_lines(chunks: Iterable[LineChunk], done: int) -> Iterator[LineChunk]:
+    """The chunks without lines 1..done (already processed by an earlier, interrupted run)."""
+    for chunk in chunks:
+        lines = chunk.data.count(b"\n") + (not chunk.data.endswith(b"\n"))
+        if chunk.first_line + lines - 1 <= done:
+            continue
+        cut = 0
+        for _ in range(done - chunk.first_line + 1):
+            cut = chunk.data.index(b"\n", cut) + 1
+        yield LineChunk(max(chunk.first_line, done + 1), chunk.data[cut:])
+
+
+def iter_lines(chunk: LineChunk) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its newline) for every line of the chunk, blank ones included."""
+    lines = chunk.data.split(b"\n")
+    if chunk.data.endswith(b"\n"):
+        lines.pop()
+    for offset, line in enumerate(lines):
+        yield chunk.first_line + offset, line.rstrip(b"\r")
+
+
+def parse_chunk(
+    chunk: LineChunk, input_format: str, stats: StageStats
+) -> tuple[list[Comment], list[QuarantinedLine]]:
+    """Parse every line of a chunk; unusable lines are quarantined with a reason, blank ones counted."""
+    parse_line = _parse_json_line if input_format == "ndjson" else _parse_text_line
+    comments: list[Comment] = []
+    quarantined: list[QuarantinedLine] = []
+    for line_number, line in iter_lines(chunk):
+        stats.total += 1
+        if not line.strip():
+            stats.drop("blank_line")
+            continue
+        result = parse_line(line_number, line)
+        if isinstance(result, QuarantinedLine):
+            stats.drop(f"quarantined:{result.reason}")
+            quarantined.append(result)
+        else:
+            stats.forwarded += 1
+            comments.append(result)
+    return comments, quarantined
+
+
+def _quarantine(line_number: int, line: bytes, reason: str, detail: str) -> QuarantinedLine:
+    return QuarantinedLine(line_number, reason, detail, line.decode("utf-8", errors="backslashreplace"))
+
+
+def _parse_text_line(line_number: int, line: bytes) -> Comment | QuarantinedLine:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return _quarantine(line_number, line, "invalid_utf8", str(error))
+    return Comment(comment_id=str(line_number), body=text, line_number=line_number)
+
+
+def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        reason = "invalid_utf8" if "UTF-8" in str(error) else "invalid_json"
+        return _quarantine(line_number, line, reason, str(error))
+    if not isinstance(record, dict):
+        return _quarantine(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
+    body = record.get("body", record.get("text"))
+    if not isinstance(body, str):
+        return _quarantine(line_number, line, "missing_body", "no string field 'body' (or 'text')")
+    created = _as_int(record.get("created_utc"))
+    if created is False:
+        return _quarantine(line_number, line, "bad_created_utc", repr(record.get("created_utc")))
+    return Comment(
+        comment_id=_as_text(record.get("id")) or str(line_number),
+        body=body,
+        line_number=line_number,
+        author=_as_text(record.get("author")),
+        link_id=_as_text(record.get("link_id")),
+        subreddit=_as_text(record.get("subreddit")),
+        created_utc=created,
+    )
+
+
+def _as_text(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+def _as_int(value: object) -> int | bool | None:
+    """Older dumps store `created_utc` as a string. Returns False when the value is not a number."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value
+    try:
+        return int(float(str(value)))
+    except ValueError:
+        return False

@@ -1,0 +1,1 @@
+"""The overlap audit: parse items, index a corpus, score benchmarks and releases against it."""

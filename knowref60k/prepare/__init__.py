@@ -1,0 +1,1 @@
+"""Preparation: de-duplication across dumps, then gender-preserving name perturbation."""

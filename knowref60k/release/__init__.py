@@ -1,0 +1,1 @@
+"""Releases: agreement, thread-grouped splits, Parquet shards, the dataset card."""

@@ -1,0 +1,415 @@
+"""Versioned dataset releases: agreement, thread-grouped splits, Parquet shards, a dataset card, a
+funnel figure, a manifest and a JSONL export with KnowRef-60K's field names.
+
+Releasing the same inputs twice gives byte-identical files: nothing in a release depends on the
+clock (its date is the newest vote's), and an existing version is never overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import file_sha256
+from knowref60k.core.stats import PipelineStats, StageStats
+from knowref60k.core.versioning import __version__, code_fingerprint
+from knowref60k.extract.extractor import merge_stats
+from knowref60k.release.agreement import KEPT, AgreementReport, AgreementRule, agreement
+from knowref60k.release.splits import DEFAULT_PROPORTIONS, SPLITS, split_of
+
+if TYPE_CHECKING:
+    from knowref60k.overlap.audit import OverlapAudit
+
+LABEL_NAMES = ("name1", "name2")
+SHARD_ROWS = 100_000
+ANNOTATOR_SALT = "knowref60k-annotator-v1"
+
+FIELDS: list[tuple[pa.Field, str]] = [
+    (
+        pa.field("id", pa.string(), nullable=False),
+        "Stable item id (hash of source dump, comment id, position, sentence).",
+    ),
+    (
+        pa.field("sentence", pa.string(), nullable=False),
+        "The sentence with both antecedents replaced by new names.",
+    ),
+    (
+        pa.field("name1", pa.string(), nullable=False),
+        "The name that replaced the first antecedent in the text.",
+    ),
+    (pa.field("name1_start", pa.int32(), nullable=False), "Character offset of name1 in `sentence`."),
+    (pa.field("name1_end", pa.int32(), nullable=False), "End offset of name1 (exclusive)."),
+    (pa.field("name2", pa.string(), nullable=False), "The name that replaced the second antecedent."),
+    (pa.field("name2_start", pa.int32(), nullable=False), "Character offset of name2 in `sentence`."),
+    (pa.field("name2_end", pa.int32(), nullable=False), "End offset of name2 (exclusive)."),
+    (
+        pa.field("pronoun", pa.string(), nullable=False),
+        "The pronoun to resolve (he, she, him, her, his, hers).",
+    ),
+    (pa.field("pronoun_start", pa.int32(), nullable=False), "Character offset of the pronoun in `sentence`."),
+    (pa.field("pronoun_end", pa.int32(), nullable=False), "End offset of the pronoun (exclusive)."),
+    (
+        pa.field("label", pa.int8(), nullable=False),
+        "The referent: 0 = name1, 1 = name2 (a ClassLabel in `datasets`).",
+    ),
+    (
+        pa.field("annotation_strength", pa.int8(), nullable=False),
+        "How many of the 5 annotators chose the label (4 or 5).",
+    ),
+    (
+        pa.field("votes", pa.list_(pa.string()), nullable=False),
+        "The 5 votes: name1, name2 or neither, in the order cast.",
+    ),
+    (
+        pa.field("annotators", pa.list_(pa.string()), nullable=False),
+        "Opaque ids of the 5 annotators, in the same order.",
+    ),
+    (
+        pa.field("simulated_votes", pa.int8(), nullable=False),
+        "How many of the votes came from simulated annotators.",
+    ),
+    (
+        pa.field("comment_id", pa.string(), nullable=False),
+        "Reddit comment id (or the line number for text inputs).",
+    ),
+    (pa.field("link_id", pa.string()), "Reddit thread id (t3_...): the split is decided per thread."),
+    (pa.field("subreddit", pa.string()), "Subreddit of the comment."),
+    (pa.field("created_utc", pa.int64()), "Comment time, Unix seconds."),
+    (pa.field("source_file", pa.string(), nullable=False), "The dump the comment came from."),
+]
+HF_FEATURES = {
+    "label": {"names": list(LABEL_NAMES), "_type": "ClassLabel"},
+    "votes": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+    "annotators": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+}
+_HF_DTYPES = {
+    pa.string(): "string",
+    pa.int8(): "int8",
+    pa.int32(): "int32",
+    pa.int64(): "int64",
+    pa.float64(): "float64",
+}
+
+
+@dataclass(frozen=True)
+class ReleaseConfig:
+    rule: AgreementRule = field(default_factory=AgreementRule)
+    proportions: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PROPORTIONS))
+
+    def __post_init__(self) -> None:
+        if sorted(self.proportions) != sorted(SPLITS) or abs(sum(self.proportions.values()) - 1) > 1e-9:
+            raise UserError(
+                f"split proportions must give {', '.join(SPLITS)} and sum to 1: {self.proportions}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agreement": self.rule.to_dict(), "split_proportions": dict(self.proportions)}
+
+
+def release_fields(audited: bool) -> list[tuple[pa.Field, str]]:
+    """The release's columns: the overlap audit's columns follow when the release was audited."""
+    if not audited:
+        return FIELDS
+    from knowref60k.overlap.audit import OVERLAP_FIELDS
+
+    return FIELDS + OVERLAP_FIELDS
+
+
+def release_schema(audited: bool) -> pa.Schema:
+    return pa.schema([f for f, _ in release_fields(audited)])
+
+
+def hf_features(audited: bool = False) -> dict[str, Any]:
+    features: dict[str, Any] = {}
+    for f, _ in release_fields(audited):
+        features[f.name] = HF_FEATURES.get(
+            f.name, {"dtype": _HF_DTYPES.get(f.type, "string"), "_type": "Value"}
+        )
+    return features
+
+
+def opaque(annotator_id: Any) -> str:
+    return "annotator-" + hashlib.sha256(f"{ANNOTATOR_SALT}\x1f{annotator_id}".encode()).hexdigest()[:10]
+
+
+@dataclass
+class ReleaseInputs:
+    items: dict[str, dict[str, Any]]
+    votes: list[dict[str, Any]]
+    extraction: PipelineStats
+    prepare: PipelineStats
+    sources: list[dict[str, Any]]
+    perturbation_seed: str
+
+
+def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
+    """Items, votes and the funnel's stats of one pipeline folder (candidates/, items/)."""
+    items_files = sorted((run_dir / "items").glob("*.items.parquet"))
+    stats_files = sorted((run_dir / "candidates").glob("*.stats.json"))
+    if not items_files or not stats_files:
+        raise UserError(
+            f"{run_dir}: no items/*.items.parquet or candidates/*.stats.json (run the pipeline first)"
+        )
+    if not votes_path.is_file():
+        raise UserError(f"votes not found: {votes_path} (run `knowref60k annotate collect` first)")
+    items: dict[str, dict[str, Any]] = {}
+    seeds = set()
+    for path in items_files:
+        table = pq.read_table(path)
+        seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
+        items.update((row["candidate_id"], row) for row in table.to_pylist())
+    prepare = PipelineStats(stages={"dedup": StageStats(), "perturb": StageStats()})
+    for path in sorted((run_dir / "items").glob("*.prepare.json")):
+        prepare.merge(PipelineStats.from_dict(orjson.loads(path.read_bytes())["stats"]))
+    sources = [
+        {
+            "file": report["source_file"],
+            "sha256": report.get("source_sha256"),
+            "size": report["source"]["size"],
+        }
+        for report in (orjson.loads(path.read_bytes()) for path in stats_files)
+    ]
+    return ReleaseInputs(
+        items=items,
+        votes=pq.read_table(votes_path).to_pylist(),
+        extraction=merge_stats(stats_files),
+        prepare=prepare,
+        sources=sources,
+        perturbation_seed=",".join(sorted(seeds)),
+    )
+
+
+def release_row(item: Mapping[str, Any], decision: Any) -> dict[str, Any]:
+    names = {"antecedent1": "name1", "antecedent2": "name2", "neither": "neither"}
+    return {
+        "id": item["candidate_id"],
+        "sentence": item["perturbed_sentence"],
+        "name1": item["name1"],
+        "name1_start": item["name1_start"],
+        "name1_end": item["name1_end"],
+        "name2": item["name2"],
+        "name2_start": item["name2_start"],
+        "name2_end": item["name2_end"],
+        "pronoun": item["pronoun"],
+        "pronoun_start": item["perturbed_pronoun_start"],
+        "pronoun_end": item["perturbed_pronoun_end"],
+        "label": 0 if decision.label == "antecedent1" else 1,
+        "annotation_strength": decision.strength,
+        "votes": [names[v["choice"]] for v in decision.votes],
+        "annotators": [opaque(v["annotator_id"]) for v in decision.votes],
+        "simulated_votes": sum(bool(v["simulated"]) for v in decision.votes),
+        "comment_id": item["comment_id"],
+        "link_id": item["link_id"],
+        "subreddit": item["subreddit"],
+        "created_utc": item["created_utc"],
+        "source_file": item["source_file"],
+    }
+
+
+@dataclass
+class Release:
+    version: str
+    path: Path
+    splits: dict[str, int]
+    report: AgreementReport
+    simulated: bool
+
+
+def build_release(
+    run_dir: Path,
+    votes_path: Path,
+    version: str,
+    releases_dir: Path,
+    config: ReleaseConfig | None = None,
+    audit: OverlapAudit | None = None,
+) -> Release:
+    """Write data/releases/<version>/; refuses to overwrite an existing version. With an overlap audit,
+    every item gets the audit's columns and the card its report and figure."""
+    config = config or ReleaseConfig()
+    target = releases_dir / version
+    if target.exists():
+        raise UserError(
+            f"release {version} exists at {target}: releases are never overwritten, pick a new version"
+        )
+    inputs = read_inputs(run_dir, votes_path)
+    report = agreement(sorted(inputs.items), inputs.votes, config.rule, opaque)
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
+    for item_id in sorted(inputs.items):
+        decision = report.decisions[item_id]
+        if decision.status == KEPT:
+            item = inputs.items[item_id]
+            rows[split_of(item, config.proportions)].append(release_row(item, decision))
+    overlap = _audit(rows, audit) if audit else None
+    staging = releases_dir / f".{version}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "data").mkdir(parents=True)
+    try:
+        files = _write_splits(staging, rows, audited=overlap is not None)
+        files += _write_jsonl(staging, rows)
+        simulated = report.simulated_votes > 0
+        counts = {name: len(split_rows) for name, split_rows in rows.items()}
+        funnel = funnel_counts(inputs, report)
+        from knowref60k.release.card import render_card, render_funnel_png, render_overlap_png
+
+        render_funnel_png(funnel, staging / "funnel.png")
+        files += ["README.md", "funnel.png"]
+        if overlap:
+            curves = {name: group["curve"] for name, group in overlap["groups"].items() if group["items"]}
+            render_overlap_png(curves, staging / "overlap.png", "Overlap of the release's items")
+            files.append("overlap.png")
+        sizes = {
+            s: sum((staging / f).stat().st_size for f in files if f.startswith(f"data/{s}-")) for s in SPLITS
+        }
+        (staging / "README.md").write_text(
+            render_card(version, counts, sizes, funnel, report, config, simulated, overlap), encoding="utf-8"
+        )
+        manifest = _manifest(version, staging, files, inputs, report, config, simulated, counts)
+        if overlap:
+            manifest["overlap"] = overlap
+        (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        os.rename(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Release(version, target, counts, report, simulated)
+
+
+def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dict[str, Any]:
+    """Add the overlap columns to every row; the summary per split and over all items."""
+    from knowref60k.overlap.audit import marked_release_row, overlap_summary
+
+    for split_rows in rows.values():
+        columns = audit.columns([marked_release_row(row) for row in split_rows])
+        for row, row_columns in zip(split_rows, columns, strict=True):
+            row.update(row_columns)
+    every = [row for split_rows in rows.values() for row in split_rows]
+    return overlap_summary({**rows, "all": every}, audit)
+
+
+def _write_splits(staging: Path, rows: Mapping[str, list[dict[str, Any]]], audited: bool) -> list[str]:
+    metadata = {b"huggingface": orjson.dumps({"info": {"features": hf_features(audited)}})}
+    schema = release_schema(audited).with_metadata(metadata)
+    files = []
+    for split, split_rows in rows.items():
+        # An empty split gets no file: readers such as `datasets` fail on a Parquet file of 0 rows.
+        shards = -(-len(split_rows) // SHARD_ROWS)
+        for shard in range(shards):
+            name = f"data/{split}-{shard:05d}-of-{shards:05d}.parquet"
+            chunk = split_rows[shard * SHARD_ROWS : (shard + 1) * SHARD_ROWS]
+            table = pa.Table.from_pylist(chunk, schema=schema)
+            pq.write_table(table, staging / name, compression="zstd")
+            files.append(name)
+    return files
+
+
+def _write_jsonl(staging: Path, rows: Mapping[str, list[dict[str, Any]]]) -> list[str]:
+    """KnowRef-60K's field names, for loaders written for the original release."""
+    (staging / "jsonl").mkdir()
+    files = []
+    for split, split_rows in rows.items():
+        lines = []
+        for row in split_rows:
+            sentence, start, end = row["sentence"], row["pronoun_start"], row["pronoun_end"]
+            names = (row["name1"], row["name2"])
+            lines.append(
+                orjson.dumps(
+                    {
+                        "id": row["id"],
+                        "sentence_with_pronoun": f"{sentence[:start]}[{sentence[start:end]}]{sentence[end:]}",
+                        "candidate0": names[0],
+                        "candidate1": names[1],
+                        "correct_candidate": names[row["label"]],
+                        "annotation_strength": str(row["annotation_strength"]),
+                    }
+                )
+            )
+        name = f"jsonl/{split}.jsonl"
+        (staging / name).write_bytes(b"".join(line + b"\n" for line in lines))
+        files.append(name)
+    return files
+
+
+def funnel_counts(inputs: ReleaseInputs, report: AgreementReport) -> list[tuple[str, int]]:
+    """(stage, count) from the dump's comments down to the kept items."""
+    stages = inputs.extraction.stages
+    labelled = sum(count for status, count in report.status_counts.items() if status != "pending")
+    return [
+        ("comments read", stages["read"].forwarded),
+        ("comments after cleaning", stages["clean"].forwarded),
+        ("sentences", stages["split"].forwarded),
+        ("sentences of the right shape", stages["shape"].forwarded),
+        ("one connective", stages["connective"].forwarded),
+        ("two person antecedents (candidates)", stages["language"].forwarded),
+        ("unique items", inputs.prepare.stages["perturb"].forwarded),
+        ("labelled by 5 annotators", labelled),
+        ("kept (>= 4 of 5 agree)", report.status_counts.get(KEPT, 0)),
+    ]
+
+
+def _manifest(
+    version: str,
+    staging: Path,
+    files: Iterable[str],
+    inputs: ReleaseInputs,
+    report: AgreementReport,
+    config: ReleaseConfig,
+    simulated: bool,
+    counts: Mapping[str, int],
+) -> dict[str, Any]:
+    newest_vote = max((v["updated_at"] for v in inputs.votes), default=None)
+    manifest: dict[str, Any] = {}
+    if simulated:
+        manifest["warning"] = (
+            f"SIMULATED VOTES: {report.simulated_votes} votes came from simulated annotators"
+        )
+    entries = []
+    for name in sorted(files):
+        path = staging / name
+        entries.append({"path": name, "sha256": file_sha256(path), "rows": _row_count(path)})
+    manifest.update(
+        {
+            "name": "knowref60k",
+            "version": version,
+            "created": newest_vote.isoformat() if newest_vote else None,
+            "code_version": __version__,
+            "code_fingerprint": code_fingerprint(__name__),
+            "config": config.to_dict(),
+            "seeds": {"perturbation": inputs.perturbation_seed, "split_salt": "knowref60k-split-v1"},
+            "splits": dict(counts),
+            "agreement": report.summary(),
+            "files": entries,
+            "sources": sorted(inputs.sources, key=lambda s: s["file"]),
+        }
+    )
+    return manifest
+
+
+def _row_count(path: Path) -> int | None:
+    """Rows of a Parquet or JSONL file of the release; None for the card and the figure."""
+    if path.suffix == ".parquet":
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    if path.suffix == ".jsonl":
+        return path.read_bytes().count(b"\n")
+    return None
+
+
+def load_release(path: str | Path, split: str) -> pa.Table:
+    """One split of a release as a pyarrow Table (all its shards, in order)."""
+    if split not in SPLITS:
+        raise UserError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    manifest = Path(path) / "manifest.json"
+    if not manifest.is_file():
+        raise UserError(f"{path}: no manifest.json (is this a release folder?)")
+    shards = sorted((Path(path) / "data").glob(f"{split}-*.parquet"))
+    if not shards:
+        return release_schema("overlap" in orjson.loads(manifest.read_bytes())).empty_table()
+    return pa.concat_tables(pq.read_table(shard) for shard in shards)

@@ -1,0 +1,213 @@
+"""The dataset card (README.md with YAML metadata) and the figures of a release: the funnel and the
+overlap curves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from knowref60k.release.splits import SPLITS
+
+if TYPE_CHECKING:
+    from knowref60k.release.agreement import AgreementReport
+    from knowref60k.release.build import ReleaseConfig
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure: Any, path: Path) -> None:
+    """PNG without the software/date metadata, so the same data gives the same bytes."""
+    figure.tight_layout()
+    figure.savefig(path, format="png", metadata={"Software": None})
+    _pyplot().close(figure)
+
+
+def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
+    """Counts per stage on a log scale, like Figure 2 of the KnowRef-60K paper."""
+    plt = _pyplot()
+    labels = [name for name, _ in funnel][::-1]
+    counts = [max(count, 1) for _, count in funnel][::-1]
+    figure, axis = plt.subplots(figsize=(9, 4.8), dpi=100)
+    bars = axis.barh(labels, counts, color="#4c72b0")
+    axis.set_xscale("log")
+    axis.set_xlabel("count (log scale)")
+    axis.set_title("Construction funnel")
+    for bar, (_, count) in zip(bars, funnel[::-1], strict=True):
+        axis.text(
+            bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2, f"{count:,}", va="center", fontsize=9
+        )
+    axis.set_xlim(1, max(counts) * 20)
+    _save(figure, path)
+
+
+def render_overlap_png(curves: Mapping[str, Sequence[float]], path: Path, title: str) -> None:
+    """The share of items whose overlap score exceeds each cut-off, one curve per set (the paper's
+    overlap figure); `curves` holds the shares at the cut-offs 0, 1, ..., 50."""
+    from knowref60k.overlap.index import CURVE_CUTOFFS
+
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for name, shares in curves.items():
+        axis.plot(list(CURVE_CUTOFFS), [100 * share for share in shares], label=name, linewidth=2)
+    axis.set_xlabel("BM25 cut-off")
+    axis.set_ylabel("items with overlap above the cut-off (%)")
+    axis.set_xlim(CURVE_CUTOFFS[0], CURVE_CUTOFFS[-1])
+    highest = max((100 * max(shares) for shares in curves.values() if shares), default=0)
+    axis.set_ylim(0, min(100, 10 * (int(highest) // 10 + 1)))
+    axis.grid(alpha=0.3)
+    axis.legend()
+    axis.set_title(title)
+    _save(figure, path)
+
+
+def _yaml(
+    version: str, counts: Mapping[str, int], sizes: Mapping[str, int], simulated: bool, audited: bool
+) -> str:
+    present = [split for split in SPLITS if counts[split]]
+    from knowref60k.release.build import hf_features
+
+    lines = ["---"]
+    if simulated:
+        lines.append("# WARNING: built from SIMULATED votes (a demo or test release), not from people.")
+    lines += [
+        f"pretty_name: KnowRef-60K-style pronoun problems from Reddit ({version})",
+        "language:",
+        "- en",
+        "task_categories:",
+        "- multiple-choice",
+        "tags:",
+        "- coreference",
+        "- winograd",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+    ]
+    for split in present:
+        lines += [f"  - split: {split}", f"    path: data/{split}-*.parquet"]
+    lines += ["dataset_info:", "  features:"]
+    for name, feature in hf_features(audited).items():
+        lines.append(f"  - name: {name}")
+        if feature["_type"] == "ClassLabel":
+            lines += ["    dtype:", "      class_label:", "        names:"]
+            lines += [f"          '{i}': {label}" for i, label in enumerate(feature["names"])]
+        elif feature["_type"] == "List":
+            lines += ["    list: string"]
+        else:
+            lines.append(f"    dtype: {feature['dtype']}")
+    lines += ["  splits:"]
+    for split in present:
+        lines += [
+            f"  - name: {split}",
+            f"    num_bytes: {sizes[split]}",
+            f"    num_examples: {counts[split]}",
+        ]
+    lines.append("---")
+    return "\n".join(lines) + "\n"
+
+
+def render_card(
+    version: str,
+    counts: Mapping[str, int],
+    sizes: Mapping[str, int],
+    funnel: Sequence[tuple[str, int]],
+    report: AgreementReport,
+    config: ReleaseConfig,
+    simulated: bool,
+    overlap: Mapping[str, Any] | None = None,
+) -> str:
+    from knowref60k.release.build import release_fields
+
+    summary = report.summary()
+    parts = [_yaml(version, counts, sizes, simulated, overlap is not None)]
+    if simulated:
+        parts.append(
+            f"> **WARNING: SIMULATED VOTES.** {report.simulated_votes:,} votes of this release came from "
+            "simulated annotators (`knowref60k annotate simulate`). It shows the pipeline working; "
+            "it is not a dataset.\n"
+        )
+    parts.append(
+        f"# KnowRef-60K-style pronoun problems from Reddit, release {version}\n\n"
+        "Each item is a sentence from a Reddit comment naming two people, followed by a pronoun that refers "
+        "to one of them. Both people were renamed with random first names of the pronoun's gender, so the "
+        "names give nothing away; five annotators chose the referent, and an item is kept when at least "
+        f"{config.rule.keep_at_least} of {config.rule.votes_per_item} agree. Built with knowref60k, "
+        "following KnowRef-60K (Emami et al., COLING 2020).\n"
+    )
+    parts.append("## Splits\n\n| split | items |\n|---|---:|\n")
+    parts.append("".join(f"| {split} | {counts[split]:,} |\n" for split in SPLITS))
+    parts.append(
+        "\nSplits are decided by hashing the Reddit thread (`link_id`): no thread straddles two splits, "
+        "and an "
+        "item keeps its split in later releases.\n"
+    )
+    parts.append("## Fields\n\n| field | type | description |\n|---|---|---|\n")
+    fields = release_fields(overlap is not None)
+    parts.append("".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in fields))
+    parts.append("\n## Construction funnel\n\n![funnel](funnel.png)\n\n| stage | count |\n|---|---:|\n")
+    parts.append("".join(f"| {name} | {count:,} |\n" for name, count in funnel))
+    items = summary["items"]
+    parts.append(
+        "\n## Agreement\n\n"
+        f"- Items decided: {', '.join(f'{k} {v:,}' for k, v in items.items())}\n"
+        f"- Fleiss' kappa over complete items: {summary['fleiss_kappa']}\n"
+        f'- Share of "neither" votes (extraction errors seen by annotators): {summary["neither_share"]:.1%}\n'
+        f"- Label balance of kept items: {summary['label_balance']}\n"
+        f"- Annotators: {len(summary['annotators'])}; flagged below {config.rule.flag_annotators_below:.0%} "
+        f"agreement with the majority: {len(summary['flagged_annotators'])}\n"
+    )
+    if overlap:
+        parts.append(_overlap_section(overlap))
+    parts.append(
+        "\n## Loading\n\n```python\n"
+        'import knowref60k\ntable = knowref60k.load_release("PATH", "train")      # pyarrow.Table\n\n'
+        'import pandas as pd\ndf = pd.read_parquet("PATH/data/train-00000-of-00001.parquet")\n\n'
+        "import duckdb\nduckdb.sql(\"SELECT label, count(*) FROM 'PATH/data/*.parquet' GROUP BY label\")\n\n"
+        "from datasets import load_dataset\n"
+        'ds = load_dataset("PATH")                    # label is a ClassLabel\n'
+        "```\n\n"
+        "`jsonl/{train,validation,test}.jsonl` hold the same items with KnowRef-60K's field names "
+        "(`sentence_with_pronoun`, `candidate0`, `candidate1`, `correct_candidate`, `annotation_strength`).\n"
+        "`manifest.json` lists every file with its sha256, the sources with theirs, the config and seeds.\n"
+    )
+    parts.append(
+        "\n## Privacy\n\nNo Reddit username appears in this release. Annotator ids are opaque hashes. "
+        "Items point to their comment by id only.\n"
+    )
+    return "\n".join(part.rstrip("\n") + "\n" for part in parts)
+
+
+def _overlap_section(overlap: Mapping[str, Any]) -> str:
+    against = overlap["against"]
+    corpus = ", ".join(f"`{f['name']}` ({f['sentences_indexed']:,} sentences)" for f in against["corpus"])
+    lines = [
+        "\n## Overlap with pretraining text\n",
+        "Models do better on test items that overlap with their pretraining data (KnowRef-60K, section 3), "
+        "so every item carries `overlap_bm25`: the BM25 score of the closest sentence of an indexed corpus "
+        "under the paper's query, "
+        f"{against['query']}; {against['scoring']}. Corpus: {corpus or 'none'}; "
+        f"{against['sentences_indexed']:,} sentences indexed.\n",
+        "| items | count | score > 0 | > 25 | > 35 | sharing a 13-gram with a benchmark |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for name, group in overlap["groups"].items():
+        flagged = ", ".join(f"{b}: {n}" for b, n in group["benchmark_overlap"].items()) or "none"
+        lines.append(
+            f"| {name} | {group['items']:,} | {group['share_above_0']:.1%} | {group['share_above_25']:.1%} "
+            f"| {group['share_above_35']:.1%} | {flagged} |"
+        )
+    lines += [
+        "",
+        "![overlap](overlap.png)",
+        "",
+        "`benchmark_overlap` names the benchmark (WSC-273, DPR, WinoGrande) an item shares a 13-gram with "
+        "(lower-cased, punctuation removed); such items should be left out when testing on that benchmark.",
+    ]
+    return "\n".join(lines) + "\n"
