@@ -22,11 +22,11 @@ from flows.common import missing_inputs
 from flows.labelling import push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
 from flows.release import cut_release
-from knowref60k.cli.app import make_console, render_funnel
+from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
-from knowref60k.release.build import load_release
+from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 
 REPO = Path(__file__).resolve().parent.parent

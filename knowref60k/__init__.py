@@ -12,6 +12,6 @@ if TYPE_CHECKING:
 
 def load_release(path: Any, split: str) -> "pa.Table":
     """One split of a release as a pyarrow Table: `knowref60k.load_release("data/releases/v1", "test")`."""
-    from knowref60k.release.build import load_release as load
+    from knowref60k.release.load import load_release as load
 
     return load(path, split)

@@ -30,19 +30,6 @@ from knowref60k.overlap.index import (
     score_items,
 )
 
-OVERLAP_FIELDS: list[tuple[pa.Field, str]] = [
-    (
-        pa.field("overlap_bm25", pa.float64(), nullable=False),
-        "BM25 score of the closest sentence of the overlap corpus (0: none passes the phrase query).",
-    ),
-    (pa.field("overlap_hit", pa.string()), "That closest corpus sentence (null when the score is 0)."),
-    (
-        pa.field("benchmark_overlap", pa.string()),
-        "The known benchmark this item shares a 13-gram with (wsc273, dpr-train, dpr-test, "
-        "winogrande-dev), else null.",
-    ),
-]
-
 
 def marked_release_row(row: Mapping[str, Any]) -> MarkedItem:
     """A released item (renamed sentence, names' and pronoun's offsets) as a marked item."""
@@ -151,7 +138,7 @@ def write_benchmark_scores(
     import pyarrow.parquet as pq
 
     from knowref60k.core.io import atomic_path, write_json_atomic
-    from knowref60k.release.card import render_overlap_png
+    from knowref60k.overlap.figures import render_overlap_png
 
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"against": audit.describe(), "sets": {}}

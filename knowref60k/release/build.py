@@ -11,9 +11,9 @@ import hashlib
 import os
 import shutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -21,121 +21,26 @@ import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
-from knowref60k.core.stats import PipelineStats, StageStats
+from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
-from knowref60k.extract.extractor import merge_stats
-from knowref60k.release.agreement import KEPT, AgreementReport, AgreementRule, agreement
-from knowref60k.release.splits import DEFAULT_PROPORTIONS, SPLITS, split_of
+from knowref60k.overlap.audit import OverlapAudit, marked_release_row, overlap_summary
+from knowref60k.overlap.figures import render_overlap_png
+from knowref60k.release.agreement import KEPT, AgreementReport, agreement
+from knowref60k.release.card import render_card, render_funnel_png
+from knowref60k.release.config import ReleaseConfig
+from knowref60k.release.schema import hf_features, release_schema
+from knowref60k.release.splits import SPLITS, split_of
 
-if TYPE_CHECKING:
-    from knowref60k.overlap.audit import OverlapAudit
-
-LABEL_NAMES = ("name1", "name2")
 SHARD_ROWS = 100_000
+# What has passed each early extraction stage, as the release funnel shows it.
+FUNNEL_LABELS = {
+    "read": "comments read",
+    "clean": "comments after cleaning",
+    "split": "sentences",
+    "shape": "sentences of the right shape",
+    "connective": "one connective",
+}
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
-
-FIELDS: list[tuple[pa.Field, str]] = [
-    (
-        pa.field("id", pa.string(), nullable=False),
-        "Stable item id (hash of source dump, comment id, position, sentence).",
-    ),
-    (
-        pa.field("sentence", pa.string(), nullable=False),
-        "The sentence with both antecedents replaced by new names.",
-    ),
-    (
-        pa.field("name1", pa.string(), nullable=False),
-        "The name that replaced the first antecedent in the text.",
-    ),
-    (pa.field("name1_start", pa.int32(), nullable=False), "Character offset of name1 in `sentence`."),
-    (pa.field("name1_end", pa.int32(), nullable=False), "End offset of name1 (exclusive)."),
-    (pa.field("name2", pa.string(), nullable=False), "The name that replaced the second antecedent."),
-    (pa.field("name2_start", pa.int32(), nullable=False), "Character offset of name2 in `sentence`."),
-    (pa.field("name2_end", pa.int32(), nullable=False), "End offset of name2 (exclusive)."),
-    (
-        pa.field("pronoun", pa.string(), nullable=False),
-        "The pronoun to resolve (he, she, him, her, his, hers).",
-    ),
-    (pa.field("pronoun_start", pa.int32(), nullable=False), "Character offset of the pronoun in `sentence`."),
-    (pa.field("pronoun_end", pa.int32(), nullable=False), "End offset of the pronoun (exclusive)."),
-    (
-        pa.field("label", pa.int8(), nullable=False),
-        "The referent: 0 = name1, 1 = name2 (a ClassLabel in `datasets`).",
-    ),
-    (
-        pa.field("annotation_strength", pa.int8(), nullable=False),
-        "How many of the 5 annotators chose the label (4 or 5).",
-    ),
-    (
-        pa.field("votes", pa.list_(pa.string()), nullable=False),
-        "The 5 votes: name1, name2 or neither, in the order cast.",
-    ),
-    (
-        pa.field("annotators", pa.list_(pa.string()), nullable=False),
-        "Opaque ids of the 5 annotators, in the same order.",
-    ),
-    (
-        pa.field("simulated_votes", pa.int8(), nullable=False),
-        "How many of the votes came from simulated annotators.",
-    ),
-    (
-        pa.field("comment_id", pa.string(), nullable=False),
-        "Reddit comment id (or the line number for text inputs).",
-    ),
-    (pa.field("link_id", pa.string()), "Reddit thread id (t3_...): the split is decided per thread."),
-    (pa.field("subreddit", pa.string()), "Subreddit of the comment."),
-    (pa.field("created_utc", pa.int64()), "Comment time, Unix seconds."),
-    (pa.field("source_file", pa.string(), nullable=False), "The dump the comment came from."),
-]
-HF_FEATURES = {
-    "label": {"names": list(LABEL_NAMES), "_type": "ClassLabel"},
-    "votes": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
-    "annotators": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
-}
-_HF_DTYPES = {
-    pa.string(): "string",
-    pa.int8(): "int8",
-    pa.int32(): "int32",
-    pa.int64(): "int64",
-    pa.float64(): "float64",
-}
-
-
-@dataclass(frozen=True)
-class ReleaseConfig:
-    rule: AgreementRule = field(default_factory=AgreementRule)
-    proportions: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PROPORTIONS))
-
-    def __post_init__(self) -> None:
-        if sorted(self.proportions) != sorted(SPLITS) or abs(sum(self.proportions.values()) - 1) > 1e-9:
-            raise UserError(
-                f"split proportions must give {', '.join(SPLITS)} and sum to 1: {self.proportions}"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"agreement": self.rule.to_dict(), "split_proportions": dict(self.proportions)}
-
-
-def release_fields(audited: bool) -> list[tuple[pa.Field, str]]:
-    """The release's columns: the overlap audit's columns follow when the release was audited."""
-    if not audited:
-        return FIELDS
-    from knowref60k.overlap.audit import OVERLAP_FIELDS
-
-    return FIELDS + OVERLAP_FIELDS
-
-
-def release_schema(audited: bool) -> pa.Schema:
-    return pa.schema([f for f, _ in release_fields(audited)])
-
-
-def hf_features(audited: bool = False) -> dict[str, Any]:
-    features: dict[str, Any] = {}
-    for f, _ in release_fields(audited):
-        features[f.name] = HF_FEATURES.get(
-            f.name, {"dtype": _HF_DTYPES.get(f.type, "string"), "_type": "Value"}
-        )
-    return features
 
 
 def opaque(annotator_id: Any) -> str:
@@ -147,7 +52,8 @@ class ReleaseInputs:
     items: dict[str, dict[str, Any]]
     votes: list[dict[str, Any]]
     extraction: PipelineStats
-    prepare: PipelineStats
+    candidates: int
+    unique_items: int
     sources: list[dict[str, Any]]
     perturbation_seed: str
 
@@ -168,22 +74,24 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         table = pq.read_table(path)
         seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
         items.update((row["candidate_id"], row) for row in table.to_pylist())
-    prepare = PipelineStats(stages={"dedup": StageStats(), "perturb": StageStats()})
-    for path in sorted((run_dir / "items").glob("*.prepare.json")):
-        prepare.merge(PipelineStats.from_dict(orjson.loads(path.read_bytes())["stats"]))
+    extracted = [orjson.loads(path.read_bytes()) for path in stats_files]
+    prepared = [
+        orjson.loads(path.read_bytes()) for path in sorted((run_dir / "items").glob("*.prepare.json"))
+    ]
     sources = [
         {
             "file": report["source_file"],
             "sha256": report.get("source_sha256"),
             "size": report["source"]["size"],
         }
-        for report in (orjson.loads(path.read_bytes()) for path in stats_files)
+        for report in extracted
     ]
     return ReleaseInputs(
         items=items,
         votes=pq.read_table(votes_path).to_pylist(),
         extraction=merge_stats(stats_files),
-        prepare=prepare,
+        candidates=sum(report["candidates"] for report in extracted),
+        unique_items=sum(report["items"] for report in prepared),
         sources=sources,
         perturbation_seed=",".join(sorted(seeds)),
     )
@@ -259,7 +167,6 @@ def build_release(
         simulated = report.simulated_votes > 0
         counts = {name: len(split_rows) for name, split_rows in rows.items()}
         funnel = funnel_counts(inputs, report)
-        from knowref60k.release.card import render_card, render_funnel_png, render_overlap_png
 
         render_funnel_png(funnel, staging / "funnel.png")
         files += ["README.md", "funnel.png"]
@@ -285,7 +192,6 @@ def build_release(
 
 def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dict[str, Any]:
     """Add the overlap columns to every row; the summary per split and over all items."""
-    from knowref60k.overlap.audit import marked_release_row, overlap_summary
 
     for split_rows in rows.values():
         columns = audit.columns([marked_release_row(row) for row in split_rows])
@@ -339,17 +245,15 @@ def _write_jsonl(staging: Path, rows: Mapping[str, list[dict[str, Any]]]) -> lis
 
 
 def funnel_counts(inputs: ReleaseInputs, report: AgreementReport) -> list[tuple[str, int]]:
-    """(stage, count) from the dump's comments down to the kept items."""
+    """(stage, count) from the dump's comments down to the kept items. The early extraction stages
+    that `FUNNEL_LABELS` names, then the files' own counts of candidates and of items: those hold
+    whichever stages the pipelines end with."""
     stages = inputs.extraction.stages
     labelled = sum(count for status, count in report.status_counts.items() if status != "pending")
     return [
-        ("comments read", stages["read"].forwarded),
-        ("comments after cleaning", stages["clean"].forwarded),
-        ("sentences", stages["split"].forwarded),
-        ("sentences of the right shape", stages["shape"].forwarded),
-        ("one connective", stages["connective"].forwarded),
-        ("two person antecedents (candidates)", stages["language"].forwarded),
-        ("unique items", inputs.prepare.stages["perturb"].forwarded),
+        *((label, stages[name].forwarded if name in stages else 0) for name, label in FUNNEL_LABELS.items()),
+        ("two person antecedents (candidates)", inputs.candidates),
+        ("unique items", inputs.unique_items),
         ("labelled by 5 annotators", labelled),
         ("kept (>= 4 of 5 agree)", report.status_counts.get(KEPT, 0)),
     ]
@@ -400,16 +304,3 @@ def _row_count(path: Path) -> int | None:
     if path.suffix == ".jsonl":
         return path.read_bytes().count(b"\n")
     return None
-
-
-def load_release(path: str | Path, split: str) -> pa.Table:
-    """One split of a release as a pyarrow Table (all its shards, in order)."""
-    if split not in SPLITS:
-        raise UserError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-    manifest = Path(path) / "manifest.json"
-    if not manifest.is_file():
-        raise UserError(f"{path}: no manifest.json (is this a release folder?)")
-    shards = sorted((Path(path) / "data").glob(f"{split}-*.parquet"))
-    if not shards:
-        return release_schema("overlap" in orjson.loads(manifest.read_bytes())).empty_table()
-    return pa.concat_tables(pq.read_table(shard) for shard in shards)

@@ -5,34 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from knowref60k.core.figures import pyplot, save_figure
+from knowref60k.release.agreement import AgreementReport
+from knowref60k.release.config import ReleaseConfig
+from knowref60k.release.schema import hf_features, release_fields
 from knowref60k.release.splits import SPLITS
-
-if TYPE_CHECKING:
-    from knowref60k.release.agreement import AgreementReport
-    from knowref60k.release.build import ReleaseConfig
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(figure: Any, path: Path) -> None:
-    """PNG without the software/date metadata, so the same data gives the same bytes."""
-    figure.tight_layout()
-    figure.savefig(path, format="png", metadata={"Software": None})
-    _pyplot().close(figure)
 
 
 def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
     """Counts per stage on a log scale, like Figure 2 of the KnowRef-60K paper."""
-    plt = _pyplot()
+    plt = pyplot()
     labels = [name for name, _ in funnel][::-1]
     counts = [max(count, 1) for _, count in funnel][::-1]
     figure, axis = plt.subplots(figsize=(9, 4.8), dpi=100)
@@ -45,35 +29,13 @@ def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
             bar.get_width() * 1.1, bar.get_y() + bar.get_height() / 2, f"{count:,}", va="center", fontsize=9
         )
     axis.set_xlim(1, max(counts) * 20)
-    _save(figure, path)
-
-
-def render_overlap_png(curves: Mapping[str, Sequence[float]], path: Path, title: str) -> None:
-    """The share of items whose overlap score exceeds each cut-off, one curve per set (the paper's
-    overlap figure); `curves` holds the shares at the cut-offs 0, 1, ..., 50."""
-    from knowref60k.overlap.index import CURVE_CUTOFFS
-
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(7, 4.5), dpi=100)
-    for name, shares in curves.items():
-        axis.plot(list(CURVE_CUTOFFS), [100 * share for share in shares], label=name, linewidth=2)
-    axis.set_xlabel("BM25 cut-off")
-    axis.set_ylabel("items with overlap above the cut-off (%)")
-    axis.set_xlim(CURVE_CUTOFFS[0], CURVE_CUTOFFS[-1])
-    highest = max((100 * max(shares) for shares in curves.values() if shares), default=0)
-    axis.set_ylim(0, min(100, 10 * (int(highest) // 10 + 1)))
-    axis.grid(alpha=0.3)
-    axis.legend()
-    axis.set_title(title)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def _yaml(
     version: str, counts: Mapping[str, int], sizes: Mapping[str, int], simulated: bool, audited: bool
 ) -> str:
     present = [split for split in SPLITS if counts[split]]
-    from knowref60k.release.build import hf_features
-
     lines = ["---"]
     if simulated:
         lines.append("# WARNING: built from SIMULATED votes (a demo or test release), not from people.")
@@ -123,8 +85,6 @@ def render_card(
     simulated: bool,
     overlap: Mapping[str, Any] | None = None,
 ) -> str:
-    from knowref60k.release.build import release_fields
-
     summary = report.summary()
     parts = [_yaml(version, counts, sizes, simulated, overlap is not None)]
     if simulated:

@@ -1,0 +1,95 @@
+"""The columns of a release, with their descriptions and their Hugging Face features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from knowref60k.overlap.fields import OVERLAP_FIELDS
+
+LABEL_NAMES = ("name1", "name2")
+
+FIELDS: list[tuple[pa.Field, str]] = [
+    (
+        pa.field("id", pa.string(), nullable=False),
+        "Stable item id (hash of source dump, comment id, position, sentence).",
+    ),
+    (
+        pa.field("sentence", pa.string(), nullable=False),
+        "The sentence with both antecedents replaced by new names.",
+    ),
+    (
+        pa.field("name1", pa.string(), nullable=False),
+        "The name that replaced the first antecedent in the text.",
+    ),
+    (pa.field("name1_start", pa.int32(), nullable=False), "Character offset of name1 in `sentence`."),
+    (pa.field("name1_end", pa.int32(), nullable=False), "End offset of name1 (exclusive)."),
+    (pa.field("name2", pa.string(), nullable=False), "The name that replaced the second antecedent."),
+    (pa.field("name2_start", pa.int32(), nullable=False), "Character offset of name2 in `sentence`."),
+    (pa.field("name2_end", pa.int32(), nullable=False), "End offset of name2 (exclusive)."),
+    (
+        pa.field("pronoun", pa.string(), nullable=False),
+        "The pronoun to resolve (he, she, him, her, his, hers).",
+    ),
+    (pa.field("pronoun_start", pa.int32(), nullable=False), "Character offset of the pronoun in `sentence`."),
+    (pa.field("pronoun_end", pa.int32(), nullable=False), "End offset of the pronoun (exclusive)."),
+    (
+        pa.field("label", pa.int8(), nullable=False),
+        "The referent: 0 = name1, 1 = name2 (a ClassLabel in `datasets`).",
+    ),
+    (
+        pa.field("annotation_strength", pa.int8(), nullable=False),
+        "How many of the 5 annotators chose the label (4 or 5).",
+    ),
+    (
+        pa.field("votes", pa.list_(pa.string()), nullable=False),
+        "The 5 votes: name1, name2 or neither, in the order cast.",
+    ),
+    (
+        pa.field("annotators", pa.list_(pa.string()), nullable=False),
+        "Opaque ids of the 5 annotators, in the same order.",
+    ),
+    (
+        pa.field("simulated_votes", pa.int8(), nullable=False),
+        "How many of the votes came from simulated annotators.",
+    ),
+    (
+        pa.field("comment_id", pa.string(), nullable=False),
+        "Reddit comment id (or the line number for text inputs).",
+    ),
+    (pa.field("link_id", pa.string()), "Reddit thread id (t3_...): the split is decided per thread."),
+    (pa.field("subreddit", pa.string()), "Subreddit of the comment."),
+    (pa.field("created_utc", pa.int64()), "Comment time, Unix seconds."),
+    (pa.field("source_file", pa.string(), nullable=False), "The dump the comment came from."),
+]
+HF_FEATURES = {
+    "label": {"names": list(LABEL_NAMES), "_type": "ClassLabel"},
+    "votes": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+    "annotators": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+}
+_HF_DTYPES = {
+    pa.string(): "string",
+    pa.int8(): "int8",
+    pa.int32(): "int32",
+    pa.int64(): "int64",
+    pa.float64(): "float64",
+}
+
+
+def release_fields(audited: bool) -> list[tuple[pa.Field, str]]:
+    """The release's columns: the overlap audit's columns follow when the release was audited."""
+    return FIELDS + OVERLAP_FIELDS if audited else FIELDS
+
+
+def release_schema(audited: bool) -> pa.Schema:
+    return pa.schema([f for f, _ in release_fields(audited)])
+
+
+def hf_features(audited: bool = False) -> dict[str, Any]:
+    features: dict[str, Any] = {}
+    for f, _ in release_fields(audited):
+        features[f.name] = HF_FEATURES.get(
+            f.name, {"dtype": _HF_DTYPES.get(f.type, "string"), "_type": "Value"}
+        )
+    return features
