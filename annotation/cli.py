@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from annotation.settings import STATE_DIR, load_settings
+from annotation.tasks import ORDER_SEED, simulated_truth
 from knowref60k.core.errors import UserError
 
 annotate_app = typer.Typer(help="Five-way labelling in Label Studio.", no_args_is_help=True)
-ORDER_SEED = 60_000
 SeedOption = Annotated[int, typer.Option(help="Seed of the answer order shown per item.")]
 
 
@@ -84,16 +82,6 @@ def collect(
     if report["simulated_votes"]:
         typer.echo(f"NOTE: {report['simulated_votes']:,} of these votes are simulated")
     typer.echo(f"Votes in {votes_path.resolve()}")
-
-
-def simulated_truth(seed: int) -> Callable[[str], str]:
-    """The answer a perfect simulated annotator gives: a seeded coin per item (there is no real truth)."""
-
-    def truth(item_id: str) -> str:
-        bit = hashlib.sha256(f"{seed}\x1ftruth\x1f{item_id}".encode()).digest()[0] % 2
-        return "antecedent1" if bit == 0 else "antecedent2"
-
-    return truth
 
 
 @annotate_app.command()

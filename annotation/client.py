@@ -25,7 +25,7 @@ from label_studio_sdk.core.api_error import ApiError
 from annotation.settings import Settings, write_private
 from annotation.tasks import IDENTITIES, task_for
 from annotation.votes import VOTE_SCHEMA, votes_from_export
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import atomic_path, read_rows, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class LabelStudioClient:
         try:
             return function(*args, **kwargs)
         except httpx.TransportError as error:
-            raise UserError(
+            raise ServiceUnavailable(
                 f"Label Studio is not reachable at {self.settings.url} ({error}); "
                 "start it with `make labelstudio`"
             ) from None
@@ -90,9 +90,8 @@ class LabelStudioClient:
                     f"Label Studio at {self.settings.url} refused the API token (401); "
                     "check LABEL_STUDIO_API_KEY in .env"
                 ) from None
-            raise UserError(
-                f"Label Studio request failed: {error.status_code} {str(error.body)[:300]}"
-            ) from None
+            kind = ServiceUnavailable if (error.status_code or 0) >= 500 else UserError
+            raise kind(f"Label Studio request failed: {error.status_code} {str(error.body)[:300]}") from None
 
     # ---- the project ----
 
@@ -183,7 +182,9 @@ class LabelStudioClient:
                     headers={"Referer": f"{self.settings.url}/user/signup/"},
                 )
             except httpx.TransportError as error:
-                raise UserError(f"Label Studio is not reachable at {self.settings.url} ({error})") from None
+                raise ServiceUnavailable(
+                    f"Label Studio is not reachable at {self.settings.url} ({error})"
+                ) from None
         if response.status_code != 302:
             raise UserError(
                 f"signing up {email} failed: {response.status_code} (does the user exist already?)"

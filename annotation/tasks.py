@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 NEITHER = "Neither / can't tell"
 IDENTITIES = ("antecedent1", "antecedent2", "neither")
+
+# The seed of the order in which tasks are pushed (and of the simulated annotators' answers).
+ORDER_SEED = 60_000
 
 
 def names_first_is_name1(item_id: str, seed: int) -> bool:
@@ -45,3 +48,13 @@ def task_for(item: Mapping[str, Any], seed: int) -> dict[str, Any]:
             "source_file": item["source_file"],
         }
     }
+
+
+def simulated_truth(seed: int) -> Callable[[str], str]:
+    """The answer a perfect simulated annotator gives: a seeded coin per item (there is no real truth)."""
+
+    def truth(item_id: str) -> str:
+        bit = hashlib.sha256(f"{seed}\x1ftruth\x1f{item_id}".encode()).digest()[0] % 2
+        return "antecedent1" if bit == 0 else "antecedent2"
+
+    return truth

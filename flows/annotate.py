@@ -13,14 +13,15 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from annotation.cli import ORDER_SEED
 from annotation.client import LabelStudioClient, read_items
 from annotation.settings import Settings, load_settings
-from knowref60k.cli.app import make_console
+from annotation.tasks import ORDER_SEED
+from flows.common import RETRIES
+from knowref60k.core.console import make_console
 from knowref60k.core.errors import UserError
 
 
-@task(retries=2, retry_delay_seconds=30, task_run_name="push {items_path}")
+@task(**RETRIES, retry_delay_seconds=30, task_run_name="push {items_path}")
 def push_items(items_path: str, seed: int = ORDER_SEED) -> dict[str, Any]:
     """One items file into the project; retried pushes import only what is missing."""
     with LabelStudioClient(load_settings()) as client:
@@ -36,7 +37,7 @@ def push_flow(items: list[str], seed: int = ORDER_SEED) -> list[dict[str, Any]]:
     return [push_items(path, seed) for path in items]
 
 
-@task(retries=2, retry_delay_seconds=30)
+@task(**RETRIES, retry_delay_seconds=30)
 def collect_votes(out_dir: str, settings: Settings | None = None) -> dict[str, Any]:
     with LabelStudioClient(settings or load_settings()) as client:
         votes_path, report = client.collect(Path(out_dir))

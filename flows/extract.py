@@ -11,12 +11,14 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
+from flows.common import RETRIES
 from knowref60k.core.config import load_config
 from knowref60k.core.io import write_json_atomic
-from knowref60k.extract.extractor import Extractor, merge_stats
+from knowref60k.core.stats import merge_stats
+from knowref60k.extract.extractor import Extractor
 
 
-@task(retries=2, retry_delay_seconds=10, task_run_name="extract {path}")
+@task(**RETRIES, retry_delay_seconds=10, task_run_name="extract {path}")
 def extract_file(
     path: str, out_dir: str, config_path: str | None, workers: int, input_format: str
 ) -> dict[str, Any]:
@@ -26,12 +28,12 @@ def extract_file(
     with Extractor(settings, workers=workers) as extractor:
         report = extractor.extract_file(Path(path), Path(out_dir), input_format)
     state = "skipped: already done with this config" if report.skipped else f"{report.seconds:.1f} s"
-    logger.info("%s: %d candidates (%s)", Path(path).name, report.candidates, state)
+    logger.info("%s: %d candidates (%s)", Path(path).name, report.rows, state)
     return {
         "source": str(report.source),
-        "candidates": report.candidates,
-        "candidates_path": str(report.candidates_path),
-        "stats_path": str(report.stats_path),
+        "candidates": report.rows,
+        "candidates_path": str(report.rows_path),
+        "stats_path": str(report.report_path),
         "quarantine_path": str(report.quarantine_path),
         "quarantined": report.stats.quarantined,
         "skipped": report.skipped,

@@ -8,10 +8,11 @@ from typing import Any
 import orjson
 from prefect import task
 
-from annotation.cli import ORDER_SEED, simulated_truth
 from annotation.client import LabelStudioClient, read_items, save_accounts
 from annotation.server import Server
 from annotation.settings import STATE_DIR, Settings
+from annotation.tasks import ORDER_SEED, simulated_truth
+from flows.common import RETRIES
 
 ACCOUNTS_FILE = STATE_DIR / "annotators.json"
 
@@ -21,7 +22,7 @@ def start_label_studio(settings: Settings) -> str:
     return Server(settings).start()
 
 
-@task(retries=2, retry_delay_seconds=30)
+@task(**RETRIES, retry_delay_seconds=30)
 def push(settings: Settings, items: list[str]) -> dict[str, Any]:
     with LabelStudioClient(settings) as client:
         report = client.push(read_items(Path(p) for p in items), ORDER_SEED)

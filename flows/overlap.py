@@ -16,12 +16,13 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from knowref60k.cli.app import make_console
+from flows.common import RETRIES
+from knowref60k.core.console import make_console
 from knowref60k.core.errors import UserError
 from knowref60k.extract.nlp import resolve_model_name
 
 
-@task(retries=2, retry_delay_seconds=10, task_run_name="index {corpus_path}")
+@task(**RETRIES, retry_delay_seconds=10, task_run_name="index {corpus_path}")
 def index_corpus_file(corpus_path: str, index_dir: str, workers: int = 2) -> dict[str, Any]:
     from knowref60k.overlap.corpus import CorpusIndexer
 

@@ -20,7 +20,7 @@ from flows.common import missing_inputs
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
-from knowref60k.cli.app import make_console, render_funnel
+from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.stats import PipelineStats
 

@@ -10,12 +10,13 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
+from flows.common import RETRIES
 from knowref60k.core.config import load_prepare_config
 from knowref60k.core.io import write_json_atomic
 from knowref60k.prepare.preparer import Preparer, prepare_stats
 
 
-@task(retries=2, retry_delay_seconds=10, task_run_name="prepare {candidates_path}")
+@task(**RETRIES, retry_delay_seconds=10, task_run_name="prepare {candidates_path}")
 def prepare_file(
     candidates_path: str, out_dir: str, index_path: str, config_path: str | None
 ) -> dict[str, Any]:
@@ -24,11 +25,11 @@ def prepare_file(
     with Preparer(settings, Path(index_path)) as preparer:
         report = preparer.prepare_file(Path(candidates_path), Path(out_dir))
     state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
-    get_run_logger().info("%s: %d items (%s)", Path(candidates_path).name, report.items, state)
+    get_run_logger().info("%s: %d items (%s)", Path(candidates_path).name, report.rows, state)
     return {
         "source": str(report.source),
-        "items": report.items,
-        "items_path": str(report.items_path),
+        "items": report.rows,
+        "items_path": str(report.rows_path),
         "report_path": str(report.report_path),
         "skipped": report.skipped,
         "stats": report.stats.to_dict(),

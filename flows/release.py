@@ -14,7 +14,7 @@ from typing import Any
 from prefect import flow, task
 
 from flows.annotate import collect_votes
-from knowref60k.cli.app import make_console
+from knowref60k.core.console import make_console
 from knowref60k.core.errors import UserError
 from knowref60k.release.build import build_release
 

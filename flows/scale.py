@@ -20,13 +20,15 @@ from typing import Any
 from prefect import flow, task
 from prefect_dask import DaskTaskRunner
 
-from knowref60k.cli.app import make_console, render_funnel
+from flows.common import RETRIES
 from knowref60k.core.config import load_config
-from knowref60k.extract.extractor import Extractor, merge_stats
+from knowref60k.core.console import make_console, render_funnel
+from knowref60k.core.stats import merge_stats
+from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.slicing import split_dump
 
 
-@task(retries=2, retry_delay_seconds=10, task_run_name="extract shard {shard}")
+@task(**RETRIES, retry_delay_seconds=10, task_run_name="extract shard {shard}")
 def extract_shard(shard: str, out_dir: str, config_path: str | None) -> dict[str, Any]:
     """One shard on one Dask worker, in its own process (the worker is the unit of parallelism)."""
     settings = load_config(Path(config_path) if config_path else None)
@@ -34,8 +36,8 @@ def extract_shard(shard: str, out_dir: str, config_path: str | None) -> dict[str
         report = extractor.extract_file(Path(shard), Path(out_dir))
     return {
         "shard": shard,
-        "candidates": report.candidates,
-        "stats_path": str(report.stats_path),
+        "candidates": report.rows,
+        "stats_path": str(report.report_path),
         "seconds": report.seconds,
         "skipped": report.skipped,
     }
