@@ -26,7 +26,7 @@ from annotation.client import LabelStudioClient
 from annotation.server import Server
 from annotation.settings import Settings
 from annotation.tasks import task_for
-from knowref60k.cli.app import make_console
+from knowref60k.core.console import make_console
 
 REPO = Path(__file__).resolve().parent.parent
 console = make_console()

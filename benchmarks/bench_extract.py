@@ -25,8 +25,8 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.cli.app import make_console, render_funnel
 from knowref60k.core.config import ExtractConfig
+from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.readers import iter_line_chunks, open_input
@@ -142,7 +142,7 @@ def extract(path: Path, out: Path, workers: int) -> Run:
         with Extractor(ExtractConfig(), workers=workers) as extractor:
             report = extractor.extract_file(path, out)
         seconds = time.perf_counter() - started
-    return Run(path.name, report.stats["read"].total, seconds, memory.peak, report.candidates, report.stats)
+    return Run(path.name, report.stats["read"].total, seconds, memory.peak, report.rows, report.stats)
 
 
 def profile(path: Path, out: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.cli.app import make_console
+from knowref60k.core.console import make_console
 from knowref60k.extract.nlp import Pipeline, resolve_model_name
 from knowref60k.ingest.readers import detect_format, iter_line_chunks, open_input
 from knowref60k.overlap.audit import OverlapAudit, write_benchmark_scores

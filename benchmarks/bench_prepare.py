@@ -18,12 +18,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from knowref60k.cli.app import make_console
 from knowref60k.core.config import ExtractConfig, PrepareConfig
+from knowref60k.core.console import make_console
 from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.extract.evaluation import load_reference
-from knowref60k.extract.extractor import CandidateExtractor
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import LineChunk
 from knowref60k.prepare.preparer import Preparer
 
@@ -53,7 +53,7 @@ def measure(candidates: Path, work: Path) -> dict[str, object]:
     return {
         "file": candidates.name,
         "candidates": dedup.total,
-        "items": report.items,
+        "items": report.rows,
         "seconds": round(seconds, 3),
         "items_per_second": round(dedup.total / seconds),
         "exact_duplicates": dedup.dropped["exact_duplicate"],

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from flows.serve import API, start_prefect_server
-from knowref60k.cli.app import make_console
+from knowref60k.core.console import make_console
 from knowref60k.ingest.slicing import split_dump
 
 REPO = Path(__file__).resolve().parent.parent

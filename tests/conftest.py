@@ -11,8 +11,8 @@ import pytest
 from annotation.server import Server
 from annotation.settings import Settings
 from knowref60k.core.config import ExtractConfig
-from knowref60k.extract.extractor import CandidateExtractor
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.slicing import write_line_range
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 import annotation.cli
-from annotation.cli import simulated_truth
 from annotation.client import ITEM_COLUMNS, LabelStudioClient
 from annotation.settings import Settings
+from annotation.tasks import simulated_truth
 from knowref60k.cli.app import app
 from knowref60k.core.io import ITEM_SCHEMA
 from tests.conftest import use_label_studio

@@ -11,10 +11,9 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.cli import simulated_truth
 from annotation.client import LabelStudioClient, _simulated_choice
 from annotation.settings import Settings
-from annotation.tasks import NEITHER, names_first_is_name1, sentence_html, task_for
+from annotation.tasks import NEITHER, names_first_is_name1, sentence_html, simulated_truth, task_for
 from annotation.votes import votes_from_export
 from knowref60k.core.errors import UserError
 

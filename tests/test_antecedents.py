@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.antecedents import base_noun_phrases, locate_target, noun_phrase_groups
 from knowref60k.extract.stages.connectives import TokenRange
 from knowref60k.ingest.readers import LineChunk

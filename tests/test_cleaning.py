@@ -1,5 +1,8 @@
+from knowref60k.core.config import ExtractConfig
 from knowref60k.core.records import Comment
-from knowref60k.extract.cleaning import Cleaner, clean_text, is_bot, load_bot_names, normalise_unicode
+from knowref60k.extract.cleaning import clean_text, is_bot, load_bot_names, normalise_unicode
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.stages.clean import Clean
 
 
 def comment(body: str, author: str = "someone") -> Comment:
@@ -35,7 +38,7 @@ def test_emphasis_markers_are_stripped() -> None:
 
 
 def test_placeholders_bots_and_empty_bodies_are_dropped_with_reasons() -> None:
-    cleaner = Cleaner()
+    cleaner = Clean(ExtractContext(ExtractConfig(), model_name="not loaded by this stage"))
     bodies = [
         ("[deleted]", "x"),
         ("[removed]", "x"),
@@ -45,9 +48,8 @@ def test_placeholders_bots_and_empty_bodies_are_dropped_with_reasons() -> None:
         ("https://example.com", "x"),
         ("Real text.", "Talbot"),
     ]
-    kept = [cleaner(comment(body, author)) for body, author in bodies]
-    assert kept[-1] == ["Real text."]
-    assert all(not paragraphs for paragraphs in kept[:-1])
+    paragraphs = list(cleaner.run(comment(body, author) for body, author in bodies))
+    assert [(p.comment.author, p.index, p.text) for p in paragraphs] == [("Talbot", 0, "Real text.")]
     assert cleaner.stats.dropped == {
         "deleted": 1,
         "removed": 1,

@@ -1,5 +1,7 @@
 from knowref60k.core.config import ExtractConfig
-from knowref60k.extract.stages.connectives import ConnectiveFilter, ConnectiveFinder, TokenRange
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import TokenRange
+from knowref60k.extract.stages.connectives import ConnectiveFilter, ConnectiveFinder
 
 
 def words(sentence: str) -> list[str]:
@@ -22,26 +24,25 @@ def test_matching_ignores_case() -> None:
 
 
 def test_two_separate_connectives_are_rejected_by_default() -> None:
-    connective_filter = ConnectiveFilter(ExtractConfig())
+    connective_filter = ConnectiveFilter(ExtractContext(ExtractConfig(), model_name="not loaded"))
     tokens = words("John met Bill because he was bored, but he left.")
-    assert connective_filter.connectives(tokens) is None
-    assert connective_filter.stats.dropped == {"too_many_connectives": 1}
+    assert connective_filter.connectives(tokens) == "too_many_connectives"
 
 
 def test_limit_of_two_accepts_two_separate_connectives() -> None:
-    connective_filter = ConnectiveFilter(ExtractConfig(max_connectives=2))
+    connective_filter = ConnectiveFilter(
+        ExtractContext(ExtractConfig(max_connectives=2), model_name="not loaded")
+    )
     found = connective_filter.connectives(words("John met Bill because he was bored, but he left."))
-    assert found is not None and len(found) == 2
+    assert found == [TokenRange(3, 4), TokenRange(7, 9)]  # ", but" collapses into one
 
 
 def test_final_semicolon_ends_the_sentence_and_is_not_a_connective() -> None:
-    connective_filter = ConnectiveFilter(ExtractConfig())
+    connective_filter = ConnectiveFilter(ExtractContext(ExtractConfig(), model_name="not loaded"))
     found = connective_filter.connectives(["john", "met", "bill", "when", "he", "left", ";"])
     assert found == [TokenRange(3, 4)]
 
 
-def test_sentence_without_connective_is_counted() -> None:
-    connective_filter = ConnectiveFilter(ExtractConfig())
-    assert connective_filter.connectives(words("John met Bill and he left.")) is None
-    assert connective_filter.stats.dropped == {"no_connective": 1}
-    assert connective_filter.stats.total == 1 and connective_filter.stats.forwarded == 0
+def test_sentence_without_connective_is_dropped_with_its_reason() -> None:
+    connective_filter = ConnectiveFilter(ExtractContext(ExtractConfig(), model_name="not loaded"))
+    assert connective_filter.connectives(words("John met Bill and he left.")) == "no_connective"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, ExtractConfig, load_config
-from knowref60k.core.stats import STAGES
+from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.evaluation import (
     ReferenceItem,
     _outcome,
@@ -19,8 +19,9 @@ from knowref60k.extract.evaluation import (
     load_reference,
     reference_item,
 )
-from knowref60k.extract.extractor import CandidateExtractor
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.pipeline import STAGES as STAGE_CLASSES
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from knowref60k.extract.stages.language import LanguageFilter
 from knowref60k.ingest.readers import LineChunk
@@ -210,16 +211,15 @@ def test_count_connectives(sentence: str, count: int) -> None:
 
 
 def test_language_filter_drops_a_german_sentence_and_counts_why() -> None:
-    language = LanguageFilter("en", seed=0)
-    assert language.keep(GERMAN) is False
-    assert language.keep(GOOD) is True
-    assert language.keep("12345 !!!") is False  # nothing to detect
-    assert language.stats.total == 3
-    assert language.stats.forwarded == 1
-    assert dict(language.stats.dropped) == {"language_de": 1, "language_unknown": 1}
+    language = LanguageFilter(ExtractContext(ExtractConfig(language="en", language_seed=0), "not loaded"))
+    assert language.rejection(GERMAN) == "language_de"
+    assert language.rejection(GOOD) is None
+    assert language.rejection("12345 !!!") == "language_unknown"  # nothing to detect
 
 
 # ---- integration: the real pipeline ----
+
+STAGES = tuple(stage.name for stage in STAGE_CLASSES)
 
 
 def funnel_is_consistent(stages: dict[str, dict[str, Any]]) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
-from knowref60k.extract.extractor import Extractor, candidate_id, output_stem
+from knowref60k.core.records import candidate_id
+from knowref60k.extract.extractor import Extractor, output_stem
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 
@@ -36,8 +37,8 @@ def test_same_input_gives_byte_identical_output_whatever_the_workers(
         first = one.extract_file(reddit_slice, tmp_path / "one")
     with Extractor(ExtractConfig(), workers=2, read_size=300_000) as two:
         second = two.extract_file(reddit_slice, tmp_path / "two")
-    assert first.candidates == second.candidates == 4
-    assert first.candidates_path.read_bytes() == second.candidates_path.read_bytes()
+    assert first.rows == second.rows == 4
+    assert first.rows_path.read_bytes() == second.rows_path.read_bytes()
     assert first.stats.to_dict() == second.stats.to_dict()
 
 
@@ -45,7 +46,7 @@ def test_same_input_gives_byte_identical_output_whatever_the_workers(
 def test_every_stage_accounts_for_what_it_dropped(tmp_path: Path, reddit_slice: Path) -> None:
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(reddit_slice, tmp_path)
-    stages = orjson.loads(report.stats_path.read_bytes())["stats"]["stages"]
+    stages = orjson.loads(report.report_path.read_bytes())["stats"]["stages"]
     for name, stage in stages.items():
         if name != "split":
             assert stage["in"] == stage["out"] + sum(stage["dropped"].values()), name
@@ -53,7 +54,7 @@ def test_every_stage_accounts_for_what_it_dropped(tmp_path: Path, reddit_slice: 
     assert stages["read"]["out"] == stages["clean"]["in"] == 30_000
     for before, after in itertools.pairwise(chain[2:]):
         assert stages[before]["out"] == stages[after]["in"], (before, after)
-    assert stages["language"]["out"] == report.candidates == 4
+    assert stages["language"]["out"] == report.rows == 4
 
 
 @pytest.mark.integration
@@ -67,8 +68,8 @@ def test_bad_lines_are_quarantined_and_counted_not_fatal(tmp_path: Path) -> None
         (4, "invalid_utf8"),
     ]
     assert quarantined[0]["source_file"] == "RC_2099-01.ndjson" and quarantined[0]["raw"] == '{"id": "cut'
-    assert report.stats.quarantined == 2 and report.candidates == 1
-    row = pq.read_table(report.candidates_path).to_pylist()[0]
+    assert report.stats.quarantined == 2 and report.rows == 1
+    row = pq.read_table(report.rows_path).to_pylist()[0]
     assert (row["comment_id"], row["line_number"], row["link_id"], row["created_utc"]) == ("c0", 1, "t3_a", 0)
     assert row["candidate_id"] == "bb4f1d92a39a2d142ab1"  # pinned: see test_candidate_ids_are_pinned
 

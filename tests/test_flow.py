@@ -10,7 +10,7 @@ import pytest
 
 from flows.pipeline import pipeline_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
-from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from tests.conftest import shared_file
 

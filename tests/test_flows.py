@@ -21,15 +21,15 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.cli import ORDER_SEED, simulated_truth
 from annotation.client import LabelStudioClient, read_items
 from annotation.settings import Settings
+from annotation.tasks import ORDER_SEED, simulated_truth
 from flows.annotate import collect_flow, push_flow
 from flows.extract import extract_flow
 from flows.prepare import prepare_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.ingest.readers import open_input
-from knowref60k.release.build import load_release
+from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 from tests.conftest import REPO, free_port, use_label_studio, wait_for
 from tests.test_release import SENTENCES, comment  # each sentence yields exactly one candidate

@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
 from knowref60k.overlap.index import ItemParser, OverlapIndex, analyse
 from tests.conftest import shared_file
@@ -119,7 +119,7 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     candidates = tmp_path / "t.candidates.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), candidates)
     with Preparer(PrepareConfig(), tmp_path / "dedup.sqlite") as preparer:
-        items = preparer.prepare_file(candidates, tmp_path).items_path
+        items = preparer.prepare_file(candidates, tmp_path).rows_path
     index = OverlapIndex(tmp_path / "ix", create=True)
     index.add([LONG, "I like turtles."])
     out = tmp_path / "scored.parquet"

@@ -15,7 +15,7 @@ from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.core.names import load_first_names, perturbation_pool
-from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import LineChunk, iter_line_chunks, iter_lines, open_input
 from knowref60k.prepare.dedup import DedupIndex, normalise
 from knowref60k.prepare.perturb import draw_names, item_seed, perturb
@@ -186,7 +186,7 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
         tmp_path / "c" / "RC_2099-02.candidates.parquet", [{**rows[1], "candidate_id": "f1"}]
     )
     calls = {"n": 0}
-    working = knowref60k.prepare.preparer.perturb
+    working = knowref60k.prepare.stages.perturb.perturb
 
     def fails_on_the_third(*args: Any) -> Any:
         calls["n"] += 1
@@ -194,7 +194,7 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
             raise RuntimeError("disk full")
         return working(*args)
 
-    monkeypatch.setattr(knowref60k.prepare.preparer, "perturb", fails_on_the_third)
+    monkeypatch.setattr(knowref60k.prepare.stages.perturb, "perturb", fails_on_the_third)
     index_path = tmp_path / "dedup.sqlite"
     with Preparer(PrepareConfig(), index_path) as preparer:
         with pytest.raises(RuntimeError, match="disk full"):
@@ -202,10 +202,10 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
         assert [p.name for p in (tmp_path / "items").iterdir()] == []  # no items file, not even a partial
         # The same preparer goes on with the next file: January's two decided items are forgotten, so
         # February's copy of one of them is kept, not counted as a duplicate of an item never written.
-        monkeypatch.setattr(knowref60k.prepare.preparer, "perturb", working)
-        assert preparer.prepare_file(february, tmp_path / "items").items == 1
+        monkeypatch.setattr(knowref60k.prepare.stages.perturb, "perturb", working)
+        assert preparer.prepare_file(february, tmp_path / "items").rows == 1
         rerun = preparer.prepare_file(january, tmp_path / "items")
-    assert (rerun.items, rerun.stats["dedup"].dropped) == (4, {"exact_duplicate": 1})
+    assert (rerun.rows, rerun.stats["dedup"].dropped) == (4, {"exact_duplicate": 1})
     with DedupIndex(index_path, PrepareConfig()) as index:
         kept = [row[0] for row in index.db.execute("SELECT candidate_id FROM kept ORDER BY rowid")]
     assert kept == ["f1", "c0", "c2", "c3", "c4"]
@@ -268,12 +268,12 @@ def test_prepare_is_deterministic_skips_finished_files_and_dedups_across_files(
     for run in ("one", "two"):
         with Preparer(PrepareConfig(), tmp_path / run / "index.sqlite") as preparer:
             report = preparer.prepare_file(january, tmp_path / run)
-            assert (report.items, report.skipped) == (len(SENTENCES), False)
+            assert (report.rows, report.skipped) == (len(SENTENCES), False)
             assert preparer.prepare_file(january, tmp_path / run).skipped
             second = preparer.prepare_file(february, tmp_path / run)
-            assert second.items == 0
+            assert second.rows == 0
             assert second.stats["dedup"].dropped == {"exact_duplicate": 2}
-        outputs.append(report.items_path.read_bytes())
+        outputs.append(report.rows_path.read_bytes())
     assert outputs[0] == outputs[1]
     items = pq.read_table(tmp_path / "one" / "RC_2099-01.items.parquet").to_pylist()
     for item in items:

@@ -19,7 +19,8 @@ from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.core.stats import PipelineStats
-from knowref60k.extract.extractor import CandidateExtractor, Extractor
+from knowref60k.extract.extractor import Extractor
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.prepare.preparer import Preparer
 from knowref60k.release.agreement import AgreementRule, agreement, decide, fleiss_kappa
 from knowref60k.release.build import build_release, opaque
@@ -225,6 +226,7 @@ def synthetic_run(run: Path, threads: dict[str, int]) -> Path:
         "source_file": "RC_2099-01.ndjson",
         "source": {"size": 1},
         "source_sha256": "0" * 64,
+        "candidates": 0,
         "stats": PipelineStats().to_dict(),
     }
     (run / "candidates" / "RC_2099-01.stats.json").write_bytes(orjson.dumps(stats))
@@ -316,10 +318,10 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dump.write_bytes(b"".join(comment(n, sentence) for n, sentence in enumerate(SENTENCES)))
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(dump, run / "candidates")
-    assert report.candidates == len(SENTENCES)
+    assert report.rows == len(SENTENCES)
     with Preparer(PrepareConfig(), run / "dedup.sqlite") as preparer:
-        prepared = preparer.prepare_file(report.candidates_path, run / "items")
-    items = pq.read_table(prepared.items_path).to_pylist()
+        prepared = preparer.prepare_file(report.rows_path, run / "items")
+    items = pq.read_table(prepared.rows_path).to_pylist()
     patterns = [
         ["antecedent1"] * 5,
         ["antecedent2"] * 4 + ["neither"],

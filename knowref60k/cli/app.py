@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -27,9 +26,9 @@ from rich.table import Table
 
 from annotation.cli import annotate_app
 from knowref60k.core.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
+from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import BENCHMARKS_DIR
-from knowref60k.core.stats import PipelineStats
 
 app = typer.Typer(
     help="Mine Winograd-style pronoun problems from Reddit dumps.",
@@ -37,12 +36,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-
-
-def make_console(stderr: bool = False) -> Console:
-    """A console that keeps tables readable when the output goes to a file or CI log."""
-    stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 140)
 
 
 console = make_console(stderr=True)
@@ -68,18 +61,6 @@ def _fail(error: Exception) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-def render_funnel(stats: PipelineStats, title: str = "Funnel") -> Table:
-    table = Table(title=title)
-    for column in ("stage", "unit", "in", "out", "dropped (reason: count)"):
-        table.add_column(column, justify="right" if column in ("in", "out") else "left")
-    for name, stage in stats.to_dict()["stages"].items():
-        drops = ", ".join(f"{reason}: {count:,}" for reason, count in stage["dropped"].items())
-        table.add_row(name, stage["unit"], f"{stage['in']:,}", f"{stage['out']:,}", drops)
-    if "read" in stats.stages:
-        table.caption = f"quarantined lines: {stats.quarantined:,}"
-    return table
-
-
 @app.callback()
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
@@ -101,24 +82,24 @@ def extract(
     person_detection: Annotated[str | None, typer.Option(help="ner, names or both.")] = None,
 ) -> None:
     """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
-    from knowref60k.extract.extractor import Extractor, merge_stats
+    from knowref60k.core.stats import merge_stats
+    from knowref60k.extract.extractor import Extractor
 
     try:
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )
+        stats_files = []
         with Extractor(settings, workers=workers) as extractor, _progress() as progress:
             for path in inputs:
                 task = progress.add_task(path.name, total=path.stat().st_size if path.exists() else None)
                 report = extractor.extract_file(path, out, input_format, _advance(progress, task))
                 progress.update(task, completed=progress.tasks[task].total or 0)
                 state = "skipped (already done)" if report.skipped else f"{report.seconds:.1f} s"
-                console.print(
-                    f"{path.name}: {report.candidates:,} candidates, {state} -> {report.candidates_path}"
-                )
+                console.print(f"{path.name}: {report.rows:,} candidates, {state} -> {report.rows_path}")
+                stats_files.append(report.report_path)
     except UserError as error:
         raise _fail(error) from None
-    stats_files = [extractor.outputs(path, out)[2] for path in inputs]
     console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(inputs)} file(s)"))
     console.print(f"Outputs in {out.resolve()}")
 
@@ -170,7 +151,7 @@ def prepare(
                 total.merge(report.stats)
                 progress.advance(task)
                 state = "skipped (already done)" if report.skipped else f"{report.seconds:.1f} s"
-                console.print(f"{path.name}: {report.items:,} items, {state} -> {report.items_path}")
+                console.print(f"{path.name}: {report.rows:,} items, {state} -> {report.rows_path}")
     except UserError as error:
         raise _fail(error) from None
     console.print(render_funnel(total, f"De-duplication and perturbation over {len(candidates)} file(s)"))
@@ -199,7 +180,8 @@ def release(
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.release.agreement import AgreementRule
-    from knowref60k.release.build import ReleaseConfig, build_release
+    from knowref60k.release.build import build_release
+    from knowref60k.release.config import ReleaseConfig
     from knowref60k.release.splits import SPLITS
 
     try:
@@ -248,7 +230,7 @@ def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> No
 @app.command()
 def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder.")]) -> None:
     """Print the merged funnel of every stats file in an output folder."""
-    from knowref60k.extract.extractor import merge_stats
+    from knowref60k.core.stats import merge_stats
 
     stats_files = sorted(out.glob("*.stats.json"))
     if not stats_files:
@@ -426,7 +408,8 @@ def overlap_score(
     import pyarrow.parquet as pq
 
     from knowref60k.core.io import ITEM_SCHEMA, atomic_path, read_rows
-    from knowref60k.overlap.audit import OVERLAP_FIELDS, marked_items_row
+    from knowref60k.overlap.audit import marked_items_row
+    from knowref60k.overlap.fields import OVERLAP_FIELDS
     from knowref60k.overlap.index import overlap_report
 
     try:

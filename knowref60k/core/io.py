@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -152,7 +152,7 @@ def read_rows(path: Path, columns: list[str], kind: str) -> Iterator[dict[str, A
         yield from batch.to_pylist()
 
 
-def write_quarantine(handle: IO[bytes], source: str, lines: list[QuarantinedLine]) -> None:
+def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[QuarantinedLine]) -> None:
     for line in lines:
         record = {
             "source_file": source,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +52,32 @@ class Candidate:
     antecedent2: Span
     pronoun: Span
     pronoun_gender: str
+
+    def row(self, source: str, position: str) -> dict[str, Any]:
+        """The candidate as a row of a candidates file (see `core.io.CANDIDATE_SCHEMA`)."""
+        comment, text = self.comment, self.sentence
+        return {
+            "candidate_id": candidate_id(source, comment.comment_id, position, text),
+            "source_file": source,
+            "line_number": comment.line_number,
+            "comment_id": comment.comment_id,
+            "link_id": comment.link_id,
+            "subreddit": comment.subreddit,
+            "created_utc": comment.created_utc,
+            "sentence": text,
+            **_span_columns("connective", self.connective, text),
+            **_span_columns("antecedent1", self.antecedent1, text),
+            **_span_columns("antecedent2", self.antecedent2, text),
+            **_span_columns("pronoun", self.pronoun, text),
+            "pronoun_gender": self.pronoun_gender,
+        }
+
+
+def _span_columns(name: str, span: Span, text: str) -> dict[str, Any]:
+    return {name: span.of(text), f"{name}_start": span.start, f"{name}_end": span.end}
+
+
+def candidate_id(source: str, comment_id: str, position: str, sentence: str) -> str:
+    """Stable id: the same sentence at the same place of the same comment and dump gets the same id."""
+    key = "\x1f".join((source, comment_id, position, sentence)).encode()
+    return hashlib.blake2b(key, digest_size=10).hexdigest()

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-# The funnel's stages in order; every counter belongs to one of them.
-STAGES = ("read", "clean", "prefilter", "split", "shape", "connective", "antecedent", "language")
+import orjson
 
 
 @dataclass
 class StageStats:
-    """What one stage saw: items in, items forwarded, and every drop with its reason."""
+    """What one stage saw, in its unit: items in, items forwarded, and every drop with its reason."""
 
+    unit: str = "items"
     total: int = 0
     forwarded: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
@@ -28,6 +30,7 @@ class StageStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "unit": self.unit,
             "in": self.total,
             "out": self.forwarded,
             "dropped": dict(sorted(self.dropped.items())),
@@ -35,14 +38,14 @@ class StageStats:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageStats:
-        return cls(total=data["in"], forwarded=data["out"], dropped=Counter(data["dropped"]))
+        return cls(data["unit"], data["in"], data["out"], Counter(data["dropped"]))
 
 
 @dataclass
 class PipelineStats:
-    """The whole funnel for one chunk, file or run. Units differ by stage: see `UNITS`."""
+    """The funnel of one chunk, file or run: its stages' counters in pipeline order."""
 
-    stages: dict[str, StageStats] = field(default_factory=lambda: {name: StageStats() for name in STAGES})
+    stages: dict[str, StageStats] = field(default_factory=dict)
     quarantined: int = 0
 
     def __getitem__(self, stage: str) -> StageStats:
@@ -50,13 +53,13 @@ class PipelineStats:
 
     def merge(self, other: PipelineStats) -> PipelineStats:
         for name, stage in other.stages.items():
-            self.stages.setdefault(name, StageStats()).merge(stage)
+            self.stages.setdefault(name, StageStats(stage.unit)).merge(stage)
         self.quarantined += other.quarantined
         return self
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "stages": {name: {"unit": UNITS[name], **stage.to_dict()} for name, stage in self.stages.items()},
+            "stages": {name: stage.to_dict() for name, stage in self.stages.items()},
             "quarantined": self.quarantined,
         }
 
@@ -66,16 +69,9 @@ class PipelineStats:
         return cls(stages=stages, quarantined=data["quarantined"])
 
 
-UNITS = {
-    "read": "lines",
-    "clean": "comments",
-    "prefilter": "paragraphs",
-    "split": "paragraphs -> sentences",
-    "shape": "sentences",
-    "connective": "sentences",
-    "antecedent": "sentences",
-    "language": "sentences",
-    "index": "sentences",
-    "dedup": "candidates",
-    "perturb": "items",
-}
+def merge_stats(stats_files: Iterable[Path]) -> PipelineStats:
+    """The funnel over the `stats` of several finished files (extraction's or prepare's reports)."""
+    total = PipelineStats()
+    for path in stats_files:
+        total.merge(PipelineStats.from_dict(orjson.loads(path.read_bytes())["stats"]))
+    return total

@@ -9,8 +9,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from knowref60k.core.paths import DATA_DIR
-from knowref60k.core.records import Comment
-from knowref60k.core.stats import StageStats
 
 PLACEHOLDER_BODIES = {"[deleted]": "deleted", "[removed]": "removed"}
 
@@ -100,32 +98,3 @@ def clean_text(body: str) -> list[str]:
     body = strip_markdown(body.replace("\r\n", "\n"))
     paragraphs = (_WHITESPACE.sub(" ", part).strip() for part in _PARAGRAPH_BREAK.split(body))
     return [paragraph for paragraph in paragraphs if paragraph]
-
-
-class Cleaner:
-    """Drops placeholders, bot comments and comments with no prose left; cleans the rest."""
-
-    def __init__(self, bot_names: frozenset[str] | None = None) -> None:
-        self.bot_names = load_bot_names() if bot_names is None else bot_names
-        self.stats = StageStats()
-
-    def __call__(self, comment: Comment) -> list[str]:
-        """The comment's cleaned paragraphs; an empty list when it is dropped (the reason is counted)."""
-        self.stats.total += 1
-        body = comment.body.strip()
-        if not body:
-            self.stats.drop("empty")
-            return []
-        placeholder = PLACEHOLDER_BODIES.get(body)
-        if placeholder:
-            self.stats.drop(placeholder)
-            return []
-        if is_bot(comment.author, self.bot_names):
-            self.stats.drop("bot_author")
-            return []
-        paragraphs = clean_text(comment.body)
-        if not paragraphs:
-            self.stats.drop("empty_after_cleaning")
-            return []
-        self.stats.forwarded += 1
-        return paragraphs

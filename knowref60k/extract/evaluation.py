@@ -14,7 +14,7 @@ import orjson
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
-from knowref60k.extract.extractor import CandidateExtractor
+from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from knowref60k.ingest.readers import LineChunk
 

@@ -18,12 +18,17 @@ from typing import Any
 
 import orjson
 
+from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import source_identity, write_json_atomic, write_quarantine
 from knowref60k.core.parallel import WorkerPool
 from knowref60k.core.records import QuarantinedLine
+from knowref60k.core.stage import Stage, collect_stats, empty_stats
 from knowref60k.core.stats import PipelineStats, StageStats
-from knowref60k.extract.cleaning import Cleaner
-from knowref60k.extract.nlp import Pipeline
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import LineBatch
+from knowref60k.extract.stages.clean import Clean
+from knowref60k.extract.stages.read import ReadLines
+from knowref60k.extract.stages.split import Split
 from knowref60k.ingest.readers import (
     READ_SIZE,
     LineChunk,
@@ -31,19 +36,21 @@ from knowref60k.ingest.readers import (
     detect_format,
     iter_line_chunks,
     open_input,
-    parse_chunk,
     skip_lines,
 )
 from knowref60k.overlap.index import OverlapIndex
 
 log = logging.getLogger(__name__)
 
-CORPUS_STAGES = ("read", "clean", "split", "index")
+# The extraction stages that give the corpus its sentences; indexing counts as one more stage.
+SENTENCE_STAGES: tuple[type[Stage[Any, Any]], ...] = (ReadLines, Clean, Split)
 PROGRESS_FILE = "indexed.json"
 
 
 def _corpus_stats() -> PipelineStats:
-    return PipelineStats(stages={name: StageStats() for name in CORPUS_STAGES})
+    stats = empty_stats(SENTENCE_STAGES)
+    stats.stages["index"] = StageStats("sentences")
+    return stats
 
 
 @dataclass
@@ -61,21 +68,19 @@ class SentenceSplitter:
     """Cleans and splits chunks of lines into sentences. Built once per worker: spaCy loads once."""
 
     def __init__(self, model_name: str) -> None:
-        self.pipeline = Pipeline(model_name)
+        self.context = ExtractContext(ExtractConfig(), model_name)
+        self.pipeline = self.context.pipeline
 
     def split_chunk(self, input_format: str, chunk: LineChunk) -> SplitChunk:
         with self.pipeline.chunk_zone():
-            stats = _corpus_stats()
-            comments, quarantined = parse_chunk(chunk, input_format, stats["read"])
+            stages = [stage(self.context) for stage in SENTENCE_STAGES]
+            items: Iterable[Any] = [LineBatch(input_format, chunk)]
+            for stage in stages:
+                items = stage.run(items)
+            sentences = [sentence.text for sentence in items]
+            quarantined = [line for stage in stages for line in stage.quarantined]
+            stats = collect_stats(stages, _corpus_stats())
             stats.quarantined = len(quarantined)
-            cleaner = Cleaner()
-            sentences: list[str] = []
-            for comment in comments:
-                for paragraph in cleaner(comment):
-                    stats["split"].total += 1
-                    sentences += (span.text for span in self.pipeline.split(paragraph).sents)
-            stats.stages["clean"] = cleaner.stats
-            stats["split"].forwarded = len(sentences)
             last_line = chunk.first_line + stats["read"].total - 1
             return SplitChunk(chunk.first_line, last_line, sentences, quarantined, stats)
 

@@ -20,8 +20,9 @@ from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.records import Span
 from knowref60k.extract.nlp import Pipeline
+from knowref60k.extract.records import TokenRange
 from knowref60k.extract.stages.antecedents import base_noun_phrases
-from knowref60k.extract.stages.connectives import ConnectiveFinder, TokenRange
+from knowref60k.extract.stages.connectives import ConnectiveFinder
 
 # Whoosh's default stop list (whoosh.analysis.STOP_WORDS): removed words do not count as positions.
 STOP_WORDS = frozenset(

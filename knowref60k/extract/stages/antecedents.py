@@ -8,15 +8,14 @@ The checks run in three steps so that the costly models see as few sentences as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 
 from spacy.tokens import Doc
 
-from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
-from knowref60k.core.names import NameLexicon
-from knowref60k.core.stats import StageStats
-from knowref60k.extract.stages.connectives import TokenRange
+from knowref60k.core.config import TARGET_PRONOUNS
+from knowref60k.core.stage import Stage
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import NounPhrase, Sentence, Target, TokenRange
 
 PRENOMINAL_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "JJ", "JJR", "JJS", "CD"})
 # The hyphen inside a name ("Day-Lewis", "Obi-Wan") gets a tag of its own so the name stays one phrase.
@@ -29,27 +28,6 @@ SENTENCE_OPENERS = frozenset({'"', "'", ":", "(", "-", "*"})
 # Tagged NN, but adverbs of time: "called Michael yesterday" must not make "Michael yesterday" one phrase.
 TIME_ADVERBS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
 POSSESSIVE_TAG = "POS"
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The connective the antecedents precede, and the target pronoun after it."""
-
-    connective: TokenRange
-    pronoun: int
-
-
-@dataclass(frozen=True, slots=True)
-class NounPhrase:
-    """A minimal noun phrase (tokens `start:end`) and its trailing run of proper nouns (`name_start:end`)."""
-
-    start: int
-    end: int
-    name_start: int
-
-    @property
-    def has_name(self) -> bool:
-        return self.name_start < self.end
 
 
 def locate_target(
@@ -181,42 +159,63 @@ def _name_start(doc: Doc, tags: Sequence[str], start: int, end: int) -> int:
     return i
 
 
-class AntecedentFilter:
-    """Applies the antecedent rules; `stats` counts sentences in, out and every reason for a drop."""
+class AntecedentFilter(Stage[Sentence, Sentence]):
+    """Applies the antecedent rules to a batch of sentences: the taggers run once per batch, and NER only
+    on the sentences whose persons the names list cannot settle."""
 
-    def __init__(self, config: ExtractConfig, lexicon: NameLexicon) -> None:
+    name = "antecedent"
+    unit = "sentences"
+
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__()
+        config = context.config
         self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
         self.use_names = config.person_detection in ("names", "both")
         self.use_ner = config.person_detection in ("ner", "both")
         self.only_two_phrases = config.antecedent_rule == "two_noun_phrases"
-        self.lexicon = lexicon
-        self.stats = StageStats()
+        self.lexicon = context.lexicon
+        self.pipeline = context.pipeline
 
-    def target(self, words: Sequence[str], connectives: Sequence[TokenRange]) -> Target | None:
-        self.stats.total += 1
-        found = locate_target(words, connectives, self.blocking)
+    def run(self, items: Iterable[Sentence]) -> Iterator[Sentence]:
+        located = [sentence for sentence in items if self._located(sentence)]
+        tagged = self.pipeline.tag(sentence.span.as_doc() for sentence in located)
+        with_two = []
+        for sentence, doc in zip(located, tagged, strict=True):
+            sentence.doc = doc
+            phrases = self.noun_phrases(doc, sentence.target)  # type: ignore[arg-type]
+            if isinstance(phrases, str):
+                self.count(phrases)
+            else:
+                with_two.append((doc, sentence, phrases))
+        unsure = [doc for doc, _, phrases in with_two if self.needs_entities(doc, phrases)]
+        for _ in self.pipeline.recognise_entities(unsure):
+            pass
+        for doc, sentence, phrases in with_two:
+            chosen = self.choose(doc, sentence.target, phrases)  # type: ignore[arg-type]
+            if self.count(chosen if isinstance(chosen, str) else None):
+                sentence.antecedents = chosen  # type: ignore[assignment]
+                yield sentence
+
+    def _located(self, sentence: Sentence) -> bool:
+        found = locate_target(sentence.words, sentence.connectives, self.blocking)
         if isinstance(found, str):
-            self.stats.drop(found)
-            return None
-        return found
+            self.count(found)
+            return False
+        sentence.target = found
+        return True
 
-    def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | None:
-        """The minimal noun phrases before the connective, if they can still hold two persons."""
+    def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | str:
+        """The minimal noun phrases before the connective if they can still hold two persons, else why not."""
         tags = corrected_tags(doc, self.lexicon.first_names)
         groups = noun_phrase_groups(tags, target.connective.start)
         phrases = [representative(doc, tags, group) for group in groups]
         named = sum(phrase.has_name for phrase in phrases)
         if self.only_two_phrases and len(phrases) != 2:
-            self.stats.drop(
-                "fewer_than_two_noun_phrases" if len(phrases) < 2 else "more_than_two_noun_phrases"
-            )
-            return None
+            return "fewer_than_two_noun_phrases" if len(phrases) < 2 else "more_than_two_noun_phrases"
         if named < 2:
-            self.stats.drop("fewer_than_two_persons")
-            return None
+            return "fewer_than_two_persons"
         if named > 2 and self.use_names and not self.use_ner:
-            self.stats.drop("more_than_two_persons")
-            return None
+            return "more_than_two_persons"
         return phrases
 
     def needs_entities(self, doc: Doc, phrases: Sequence[NounPhrase]) -> bool:
@@ -228,21 +227,18 @@ class AntecedentFilter:
 
     def choose(
         self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
-    ) -> tuple[NounPhrase, NounPhrase] | None:
-        """The two person phrases, if they are the only ones, distinct, and not named after the connective."""
+    ) -> tuple[NounPhrase, NounPhrase] | str:
+        """The two person phrases if they are the only ones, distinct, and not named after the connective;
+        else the reason."""
         persons = [phrase for phrase in phrases if phrase.has_name and self._is_person(doc, phrase)]
         if len(persons) != 2:
-            self.stats.drop("fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons")
-            return None
+            return "fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons"
         first, second = persons
         if doc[first.end - 1].lower_ == doc[second.end - 1].lower_:
-            self.stats.drop("identical_antecedents")
-            return None
+            return "identical_antecedents"
         names = {doc[i].lower_ for p in persons for i in range(p.name_start, p.end)}
         if any(token.lower_ in names for token in doc[target.connective.end :]):
-            self.stats.drop("antecedent_repeated_after_connective")
-            return None
-        self.stats.forwarded += 1
+            return "antecedent_repeated_after_connective"
         return first, second
 
     def _known_name(self, doc: Doc, phrase: NounPhrase) -> bool:

@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from knowref60k.core.config import ExtractConfig
-from knowref60k.core.stats import StageStats
-
-
-@dataclass(frozen=True, slots=True)
-class TokenRange:
-    """Tokens `start:end` of a sentence."""
-
-    start: int
-    end: int
+from knowref60k.core.stage import Stage
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import Sentence, TokenRange
 
 
 class ConnectiveFinder:
@@ -50,26 +42,33 @@ class ConnectiveFinder:
         return 0
 
 
-class ConnectiveFilter:
+class ConnectiveFilter(Stage[Sentence, Sentence]):
     """Keeps sentences with at least one and at most `max_connectives` connectives (after collapsing).
 
     The sentence's final punctuation ends it and is not a connective, even when it is a `;`.
     """
 
-    def __init__(self, config: ExtractConfig) -> None:
-        self.finder = ConnectiveFinder(config.connectives)
-        self.max_connectives = config.max_connectives
-        self.stats = StageStats()
+    name = "connective"
+    unit = "sentences"
 
-    def connectives(self, words: Sequence[str]) -> list[TokenRange] | None:
-        """The collapsed connectives of a sentence when it passes, else None (the reason is counted)."""
-        self.stats.total += 1
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__()
+        self.finder = ConnectiveFinder(context.config.connectives)
+        self.max_connectives = context.config.max_connectives
+
+    def reject(self, item: Sentence) -> str | None:
+        item.words = [token.lower_ for token in item.span]
+        found = self.connectives(item.words)
+        if isinstance(found, str):
+            return found
+        item.connectives = found
+        return None
+
+    def connectives(self, words: Sequence[str]) -> list[TokenRange] | str:
+        """The collapsed connectives of a sentence's lower-cased words, or the reason it is dropped."""
         found = self.finder.find(words[:-1])
         if not found:
-            self.stats.drop("no_connective")
-            return None
+            return "no_connective"
         if len(found) > self.max_connectives:
-            self.stats.drop("too_many_connectives")
-            return None
-        self.stats.forwarded += 1
+            return "too_many_connectives"
         return found

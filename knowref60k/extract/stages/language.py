@@ -5,16 +5,21 @@ from __future__ import annotations
 from langdetect import DetectorFactory, detect
 from langdetect.lang_detect_exception import LangDetectException
 
-from knowref60k.core.stats import StageStats
+from knowref60k.core.stage import Stage
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import Sentence
 
 
-class LanguageFilter:
+class LanguageFilter(Stage[Sentence, Sentence]):
     """Keeps sentences detected as `language`. langdetect is random unless seeded; the seed is config."""
 
-    def __init__(self, language: str, seed: int) -> None:
-        self.language = language
-        self.seed = seed
-        self.stats = StageStats()
+    name = "language"
+    unit = "sentences"
+
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__()
+        self.language = context.config.language
+        self.seed = context.config.language_seed
 
     def detect(self, text: str) -> str:
         DetectorFactory.seed = self.seed
@@ -23,11 +28,9 @@ class LanguageFilter:
         except LangDetectException:
             return "unknown"
 
-    def keep(self, text: str) -> bool:
-        self.stats.total += 1
+    def reject(self, item: Sentence) -> str | None:
+        return self.rejection(item.text)
+
+    def rejection(self, text: str) -> str | None:
         detected = self.detect(text)
-        if detected != self.language:
-            self.stats.drop(f"language_{detected}")
-            return False
-        self.stats.forwarded += 1
-        return True
+        return None if detected == self.language else f"language_{detected}"

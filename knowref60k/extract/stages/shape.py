@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.core.stats import StageStats
+from knowref60k.core.stage import Stage
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import Sentence
 
 
-class ShapeFilter:
+class ShapeFilter(Stage[Sentence, Sentence]):
     """Keeps sentences that start with a capital, end in `.!?;`, have 10-32 spaces, <= 30 tokens, no digit."""
 
-    def __init__(self, config: ExtractConfig) -> None:
-        self.config = config
-        self.forbidden = frozenset(config.forbidden_chars)
-        self.stats = StageStats()
+    name = "shape"
+    unit = "sentences"
+
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__()
+        self.config: ExtractConfig = context.config
+        self.forbidden = frozenset(self.config.forbidden_chars)
+
+    def reject(self, item: Sentence) -> str | None:
+        return self.rejection(item.text, len(item.span))
 
     def rejection(self, text: str, token_count: int) -> str | None:
         """The reason the sentence fails, or None when it passes."""
@@ -31,12 +39,3 @@ class ShapeFilter:
         if not self.forbidden.isdisjoint(text):
             return "forbidden_character"
         return None
-
-    def keep(self, text: str, token_count: int) -> bool:
-        self.stats.total += 1
-        reason = self.rejection(text, token_count)
-        if reason:
-            self.stats.drop(reason)
-            return False
-        self.stats.forwarded += 1
-        return True

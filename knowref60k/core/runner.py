@@ -1,0 +1,123 @@
+"""One input file to one Parquet file (and a quarantine file) plus a report that marks it finished.
+
+Extraction and prepare share this: the outputs appear atomically, and the report, written last, names
+the fingerprint of the config and code that made them, so a relaunch skips exactly the files finished
+by the same config and code and redoes the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pyarrow as pa
+
+from knowref60k.core.io import (
+    RowWriter,
+    atomic_path,
+    finished_marker,
+    source_identity,
+    write_json_atomic,
+    write_quarantine,
+)
+from knowref60k.core.records import QuarantinedLine
+from knowref60k.core.stats import PipelineStats
+
+
+@dataclass
+class FileReport:
+    """What running one file did, or that it was skipped as already done."""
+
+    source: Path
+    rows_path: Path
+    report_path: Path
+    quarantine_path: Path | None
+    skipped: bool
+    rows: int
+    stats: PipelineStats
+    seconds: float = 0.0
+
+
+@dataclass
+class RowSink:
+    """Where a running file's rows, quarantined lines and counters go."""
+
+    writer: RowWriter
+    source: str
+    quarantine: IO[bytes] | None
+    stats: PipelineStats
+    started: float = field(default_factory=time.perf_counter)
+
+    def write(self, rows: list[dict[str, Any]], quarantined: Sequence[QuarantinedLine] = ()) -> None:
+        self.writer.write(rows)
+        if self.quarantine is not None:
+            write_quarantine(self.quarantine, self.source, quarantined)
+        elif quarantined:
+            raise ValueError(f"{self.source}: quarantined lines but no quarantine file")
+
+
+class FileRun:
+    """The outputs of one input file and the fingerprint they must carry to count as finished."""
+
+    def __init__(
+        self,
+        source: Path,
+        rows_path: Path,
+        report_path: Path,
+        fingerprint: str,
+        count_name: str,
+        quarantine_path: Path | None = None,
+    ) -> None:
+        self.source = source
+        self.rows_path = rows_path
+        self.report_path = report_path
+        self.quarantine_path = quarantine_path
+        self.fingerprint = fingerprint
+        self.count_name = count_name  # what the report calls its rows: "candidates", "items"
+
+    def finished(self) -> FileReport | None:
+        """The report of an earlier run with the same fingerprint and an unchanged source, if any."""
+        outputs = [path for path in (self.rows_path, self.quarantine_path) if path is not None]
+        done = finished_marker(self.report_path, outputs, self.fingerprint, self.source)
+        if done is None:
+            return None
+        return self._report(True, done[self.count_name], PipelineStats.from_dict(done["stats"]))
+
+    @contextmanager
+    def writing(self, schema: pa.Schema, metadata: dict[str, str], stats: PipelineStats) -> Iterator[RowSink]:
+        """A sink for the rows; the outputs replace earlier ones only if the block finishes."""
+        with ExitStack() as stack:
+            rows_tmp = stack.enter_context(atomic_path(self.rows_path))
+            quarantine = None
+            if self.quarantine_path is not None:
+                quarantine_tmp = stack.enter_context(atomic_path(self.quarantine_path))
+                quarantine = stack.enter_context(quarantine_tmp.open("wb"))
+            sink = RowSink(RowWriter(rows_tmp, schema, metadata), self.source.name, quarantine, stats)
+            try:
+                yield sink
+            finally:
+                sink.writer.close()
+
+    def finish(self, sink: RowSink, fields: dict[str, Any]) -> FileReport:
+        """Write the report that marks the file finished; `fields` adds what this kind of run records."""
+        seconds = time.perf_counter() - sink.started
+        report = {
+            "source_file": self.source.name,
+            "source": source_identity(self.source),
+            "fingerprint": self.fingerprint,
+            self.count_name: sink.writer.rows,
+            "seconds": round(seconds, 3),
+            "stats": sink.stats.to_dict(),
+            **fields,
+        }
+        write_json_atomic(self.report_path, report)
+        return self._report(False, sink.writer.rows, sink.stats, seconds)
+
+    def _report(self, skipped: bool, rows: int, stats: PipelineStats, seconds: float = 0.0) -> FileReport:
+        return FileReport(
+            self.source, self.rows_path, self.report_path, self.quarantine_path, skipped, rows, stats, seconds
+        )

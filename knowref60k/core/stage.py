@@ -1,0 +1,64 @@
+"""The stage protocol: a name, the unit it counts, and one method that says keep or the reason to drop.
+
+A pipeline is a list of stage classes. Each stage counts what it saw, forwarded and dropped (by reason)
+in a `StageStats`, so the funnel, its stage names and units all come from that list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Generic, TypeVar
+
+from knowref60k.core.records import QuarantinedLine
+from knowref60k.core.stats import PipelineStats, StageStats
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+class Stage(Generic[In, Out]):
+    """One step of a pipeline. A filter implements `reject`; a stage that turns each item into other
+    items (a comment into paragraphs, say) overrides `run` and still counts through `self.stats`."""
+
+    name: ClassVar[str]
+    unit: ClassVar[str]
+
+    def __init__(self, context: Any = None) -> None:
+        self.stats = StageStats(self.unit)
+        # Input that could not be used, kept with its reason (the read stage's unparsable lines).
+        self.quarantined: list[QuarantinedLine] = []
+
+    def reject(self, item: In) -> str | None:
+        """None keeps the item; a string is the reason it is dropped."""
+        raise NotImplementedError(f"{type(self).__name__} must implement reject() or run()")
+
+    def keep(self, item: In) -> bool:
+        return self.count(self.reject(item))
+
+    def count(self, reason: str | None) -> bool:
+        """Counts one item in, and out (no reason) or dropped with its reason; True when it passes."""
+        self.stats.total += 1
+        if reason is None:
+            self.stats.forwarded += 1
+            return True
+        self.stats.drop(reason)
+        return False
+
+    def run(self, items: Iterable[In]) -> Iterator[Out]:
+        """The items that pass, lazily: the counts are complete once the output is consumed."""
+        return (item for item in items if self.keep(item))  # type: ignore[misc]
+
+
+def stage_names(stages: Sequence[type[Stage[Any, Any]]]) -> tuple[str, ...]:
+    return tuple(stage.name for stage in stages)
+
+
+def empty_stats(stages: Sequence[type[Stage[Any, Any]]]) -> PipelineStats:
+    """A funnel with one empty counter per stage, in pipeline order."""
+    return PipelineStats({stage.name: StageStats(stage.unit) for stage in stages})
+
+
+def collect_stats(stages: Iterable[Stage[Any, Any]], into: PipelineStats) -> PipelineStats:
+    for stage in stages:
+        into.stages[stage.name] = stage.stats
+    return into

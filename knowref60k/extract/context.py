@@ -1,0 +1,43 @@
+"""What the extraction stages share within a worker: configuration, the spaCy pipeline, word lists."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
+from knowref60k.core.names import NameLexicon, known_first_names, known_surnames, popular_first_names
+from knowref60k.extract.cleaning import load_bot_names
+from knowref60k.extract.nlp import Pipeline, common_words, pronoun_pattern
+
+# A first name that is also a common word counts at a sentence's start only if this popular (percent).
+POPULAR_NAME_PERCENT = 0.01
+
+
+class ExtractContext:
+    """Built once per worker process; what a stage needs is loaded the first time it asks."""
+
+    def __init__(self, config: ExtractConfig, model_name: str) -> None:
+        self.config = config
+        self.model_name = model_name
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        return Pipeline(self.model_name)
+
+    @cached_property
+    def bot_names(self) -> frozenset[str]:
+        return load_bot_names()
+
+    @cached_property
+    def target_pronouns(self) -> re.Pattern[str]:
+        return pronoun_pattern(self.pipeline.nlp, TARGET_PRONOUNS)
+
+    @cached_property
+    def lexicon(self) -> NameLexicon:
+        return NameLexicon(
+            first_names=known_first_names(self.config.ssa_min_count),
+            popular_first_names=popular_first_names(POPULAR_NAME_PERCENT),
+            surnames=known_surnames(),
+            common_words=common_words(self.pipeline.nlp),
+        )

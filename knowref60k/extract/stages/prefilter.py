@@ -1,0 +1,19 @@
+"""Prefilter: a paragraph without a target pronoun cannot give a candidate; skip it before spaCy."""
+
+from __future__ import annotations
+
+from knowref60k.core.stage import Stage
+from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.records import Paragraph
+
+
+class Prefilter(Stage[Paragraph, Paragraph]):
+    name = "prefilter"
+    unit = "paragraphs"
+
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__()
+        self.pattern = context.target_pronouns
+
+    def reject(self, item: Paragraph) -> str | None:
+        return None if self.pattern.search(item.text) else "no_target_pronoun"

@@ -1,0 +1,17 @@
+"""What the prepare stages share: configuration, the persistent de-duplication index, the name pools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from knowref60k.core.config import PrepareConfig
+from knowref60k.core.names import NamePool
+from knowref60k.prepare.dedup import DedupIndex
+
+
+@dataclass(frozen=True)
+class PrepareContext:
+    config: PrepareConfig
+    index: DedupIndex
+    pools: Mapping[str, NamePool]

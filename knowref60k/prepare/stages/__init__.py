@@ -1,0 +1,1 @@
+"""The prepare stages, one module each, in the order of `knowref60k.prepare.preparer.STAGES`."""

@@ -1,0 +1,235 @@
+"""The shape of the library: phases as packages whose imports point down, the stage protocol, the code
+fingerprint taken from where the stages live, and a `load_release` that stays light."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowref60k.core.stage import Stage, collect_stats, empty_stats
+from knowref60k.core.stats import PipelineStats
+from knowref60k.core.versioning import PACKAGE_DIR, code_fingerprint
+from knowref60k.release.build import build_release
+from tests.conftest import REPO
+from tests.test_release import synthetic_run
+
+# The phases from the bottom up: a module may import its own phase or one below, never one above.
+PHASES = ("core", "ingest", "extract", "prepare", "overlap", "release", "cli")
+
+
+def package_modules() -> dict[str, Path]:
+    modules = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def imports_of(path: Path, known: Iterable[str]) -> set[str]:
+    """The package modules a file imports, at any depth (inside functions and TYPE_CHECKING too)."""
+    known = set(known)
+    found = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        found |= {name for name in names if name in known}
+    return found
+
+
+def phase_of(module: str) -> int:
+    parts = module.split(".")
+    return PHASES.index(parts[1]) if len(parts) > 1 else len(PHASES)  # the package itself is on top
+
+
+def test_every_module_lives_in_a_phase_package() -> None:
+    loose = [m for m in package_modules() if m.count(".") == 1 and m.split(".")[1] not in PHASES]
+    assert loose == []
+
+
+def test_imports_point_down_or_sideways_never_up() -> None:
+    modules = package_modules()
+    upward = [
+        f"{module} -> {imported}"
+        for module, path in modules.items()
+        for imported in imports_of(path, modules)
+        if phase_of(imported) > phase_of(module)
+    ]
+    assert upward == []
+
+
+def test_no_module_imports_itself_through_a_circle() -> None:
+    modules = package_modules()
+    graph = {module: imports_of(path, modules) - {module} for module, path in modules.items()}
+    cycles = []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    cycles.append(" -> ".join([*trail, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*trail, nxt]))
+    assert cycles == []
+
+
+def test_the_library_imports_neither_prefect_nor_the_flows() -> None:
+    for module, path in package_modules().items():
+        text = path.read_text(encoding="utf-8")
+        assert "import prefect" not in text and "from prefect" not in text, module
+        assert "from flows" not in text and "import flows" not in text, module
+
+
+# ---- the stage protocol ----
+
+
+class NoVowels(Stage[str, str]):
+    name = "no_vowels"
+    unit = "words"
+
+    def reject(self, item: str) -> str | None:
+        return "has_a_vowel" if set(item) & set("aeiou") else None
+
+
+class Letters(Stage[str, str]):
+    """An expanding stage: each word becomes its letters."""
+
+    name = "letters"
+    unit = "words -> letters"
+
+    def run(self, items: Iterable[str]) -> Iterator[str]:
+        for word in items:
+            if self.count(None if word else "empty"):
+                yield from word
+
+
+def test_a_filter_stage_counts_in_out_and_each_reason() -> None:
+    stage = NoVowels()
+    assert list(stage.run(["sky", "tree", "myth", "oak"])) == ["sky", "myth"]
+    assert stage.stats.to_dict() == {"unit": "words", "in": 4, "out": 2, "dropped": {"has_a_vowel": 2}}
+
+
+def test_stats_and_their_order_come_from_the_stage_list() -> None:
+    stages: list[Stage[Any, Any]] = [Letters(), NoVowels()]
+    items: Iterable[Any] = ["hi", "", "yo"]
+    for stage in stages:
+        items = stage.run(items)
+    assert list(items) == ["h", "y"]
+    stats = collect_stats(stages, PipelineStats()).to_dict()["stages"]
+    assert list(stats) == ["letters", "no_vowels"]
+    assert stats["letters"] == {"unit": "words -> letters", "in": 3, "out": 2, "dropped": {"empty": 1}}
+    assert stats["no_vowels"] == {"unit": "words", "in": 4, "out": 2, "dropped": {"has_a_vowel": 2}}
+    assert list(empty_stats([Letters, NoVowels]).stages) == ["letters", "no_vowels"]
+
+
+def test_the_extraction_funnel_is_the_stage_list() -> None:
+    from knowref60k.extract.pipeline import STAGES
+
+    names = [stage.name for stage in STAGES]
+    assert names == ["read", "clean", "prefilter", "split", "shape", "connective", "antecedent", "language"]
+    assert len(set(names)) == len(names)
+    assert all(stage.unit for stage in STAGES)
+
+
+# ---- the code fingerprint follows the stages' modules ----
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "knowref60k"
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_changing_a_stage_changes_the_extraction_fingerprint_and_the_cli_does_not(package_copy: Path) -> None:
+    from knowref60k.extract import extractor
+    from knowref60k.extract.pipeline import stage_modules
+
+    modules = (extractor.__name__, *stage_modules())
+    before = code_fingerprint(*modules, root=package_copy)
+    assert before == code_fingerprint(*modules)  # the copy is the package
+    with (package_copy / "cli" / "app.py").open("a") as cli:
+        cli.write("# a change outside extraction\n")
+    assert code_fingerprint(*modules, root=package_copy) == before
+    with (package_copy / "extract" / "stages" / "shape.py").open("a") as stage:
+        stage.write("# a change to a stage\n")
+    assert code_fingerprint(*modules, root=package_copy) != before
+
+
+def test_changing_a_prepare_stage_changes_the_prepare_fingerprint(package_copy: Path) -> None:
+    from knowref60k.prepare import preparer
+
+    modules = (preparer.__name__, *(stage.__module__ for stage in preparer.STAGES))
+    before = code_fingerprint(*modules, root=package_copy)
+    with (package_copy / "extract" / "stages" / "shape.py").open("a") as stage:
+        stage.write("# extraction is not prepare's business\n")
+    assert code_fingerprint(*modules, root=package_copy) == before
+    with (package_copy / "prepare" / "stages" / "dedup.py").open("a") as stage:
+        stage.write("# a change to a stage\n")
+    assert code_fingerprint(*modules, root=package_copy) != before
+
+
+# ---- the researcher's one line ----
+
+
+def test_load_release_imports_neither_spacy_nor_prefect_and_is_quick(tmp_path: Path) -> None:
+    run = synthetic_run(tmp_path / "run", {f"t3_{n}": 2 for n in range(30)})
+    release = build_release(run, run / "votes.parquet", "v1", tmp_path / "releases").path
+    probe = (
+        "import json, sys, time\n"
+        "started = time.perf_counter()\n"
+        "import knowref60k\n"
+        f"tables = [knowref60k.load_release({str(release)!r}, s) for s in ('train', 'validation', 'test')]\n"
+        "seconds = time.perf_counter() - started\n"
+        "heavy = sorted(m for m in ('spacy', 'prefect', 'thinc') if m in sys.modules)\n"
+        "print(json.dumps([sum(t.num_rows for t in tables), heavy, seconds]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    rows, heavy, seconds = json.loads(result.stdout)
+    assert rows == 60
+    assert heavy == []
+    assert seconds < 1.0
+
+
+# ---- a relaunch redoes what a changed stage list would make differently ----
+
+
+class DropsEverySentence(Stage[Any, Any]):
+    name = "drop_all"
+    unit = "sentences"
+
+    def reject(self, item: Any) -> str | None:
+        return "dropped_by_the_test"
+
+
+@pytest.mark.integration
+def test_a_new_stage_invalidates_the_finished_marker(tmp_path: Path) -> None:
+    from knowref60k.core.config import ExtractConfig
+    from knowref60k.extract.extractor import Extractor
+    from knowref60k.extract.pipeline import STAGES
+    from tests.test_release import SENTENCES
+
+    dump = tmp_path / "RC_2099-01.txt"
+    dump.write_text("".join(f"{sentence}\n" for sentence in SENTENCES), encoding="utf-8")
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        first = extractor.extract_file(dump, tmp_path / "out")
+        again = extractor.extract_file(dump, tmp_path / "out")
+    assert (first.skipped, again.skipped, first.rows) == (False, True, len(SENTENCES))
+    with Extractor(ExtractConfig(), workers=1, stages=(*STAGES, DropsEverySentence)) as changed:
+        redone = changed.extract_file(dump, tmp_path / "out")
+    assert not redone.skipped and redone.rows == 0
+    assert redone.stats["drop_all"].dropped == {"dropped_by_the_test": len(SENTENCES)}
