@@ -58,7 +58,20 @@ def empty_stats(stages: Sequence[type[Stage[Any, Any]]]) -> PipelineStats:
     return PipelineStats({stage.name: StageStats(stage.unit) for stage in stages})
 
 
+def chain(stages: Sequence[Stage[Any, Any]], items: Iterable[Any]) -> Iterable[Any]:
+    """The items that pass every stage, lazily: the stages' counts are complete once it is consumed."""
+    for stage in stages:
+        items = stage.run(items)
+    return items
+
+
+def quarantined_by(stages: Iterable[Stage[Any, Any]]) -> list[QuarantinedLine]:
+    return [line for stage in stages for line in stage.quarantined]
+
+
 def collect_stats(stages: Iterable[Stage[Any, Any]], into: PipelineStats) -> PipelineStats:
+    """The stages' counters, in order, and how many inputs they quarantined."""
     for stage in stages:
         into.stages[stage.name] = stage.stats
+        into.quarantined += len(stage.quarantined)
     return into

@@ -6,13 +6,13 @@ and its source joins the code fingerprint that decides whether earlier outputs a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.records import Candidate, QuarantinedLine, Span
-from knowref60k.core.stage import Stage, collect_stats
+from knowref60k.core.stage import Stage, chain, collect_stats, quarantined_by
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.records import LineBatch, Sentence
@@ -67,13 +67,9 @@ class CandidateExtractor:
         """All stages on one chunk; the strings spaCy adds for it are freed afterwards."""
         with self.pipeline.chunk_zone():
             stages = [stage(self.context) for stage in self.stages]
-            items: Iterable[Any] = [LineBatch(input_format, chunk)]
-            for stage in stages:
-                items = stage.run(items)
-            rows = [candidate(sentence).row(source, sentence.position) for sentence in items]
-            quarantined = [line for stage in stages for line in stage.quarantined]
-            stats = collect_stats(stages, PipelineStats(quarantined=len(quarantined)))
-            return ChunkResult(rows, quarantined, stats)
+            sentences = chain(stages, [LineBatch(input_format, chunk)])
+            rows = [candidate(sentence).row(source, sentence.position) for sentence in sentences]
+            return ChunkResult(rows, quarantined_by(stages), collect_stats(stages, PipelineStats()))
 
 
 def candidate(sentence: Sentence) -> Candidate:

@@ -22,7 +22,7 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import source_identity, write_json_atomic, write_quarantine
 from knowref60k.core.parallel import WorkerPool
 from knowref60k.core.records import QuarantinedLine
-from knowref60k.core.stage import Stage, collect_stats, empty_stats
+from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by
 from knowref60k.core.stats import PipelineStats, StageStats
 from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.records import LineBatch
@@ -74,13 +74,9 @@ class SentenceSplitter:
     def split_chunk(self, input_format: str, chunk: LineChunk) -> SplitChunk:
         with self.pipeline.chunk_zone():
             stages = [stage(self.context) for stage in SENTENCE_STAGES]
-            items: Iterable[Any] = [LineBatch(input_format, chunk)]
-            for stage in stages:
-                items = stage.run(items)
-            sentences = [sentence.text for sentence in items]
-            quarantined = [line for stage in stages for line in stage.quarantined]
+            sentences = [sentence.text for sentence in chain(stages, [LineBatch(input_format, chunk)])]
+            quarantined = quarantined_by(stages)
             stats = collect_stats(stages, _corpus_stats())
-            stats.quarantined = len(quarantined)
             last_line = chunk.first_line + stats["read"].total - 1
             return SplitChunk(chunk.first_line, last_line, sentences, quarantined, stats)
 

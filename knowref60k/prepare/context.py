@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.names import NamePool
 from knowref60k.prepare.dedup import DedupIndex
+
+# A candidate, then an item, as read from and written to Parquet.
+Row = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, read_rows
 from knowref60k.core.names import GENDERS, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun
-from knowref60k.core.stage import Stage, collect_stats, empty_stats
+from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import code_fingerprint
 from knowref60k.prepare.context import PrepareContext
@@ -83,10 +83,7 @@ class Preparer:
         stages = [stage(self.context) for stage in STAGES]
         try:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
-                items: Iterator[dict[str, Any]] = read_candidates(candidates_path)
-                for stage in stages:
-                    items = stage.run(items)
-                for item in items:
+                for item in chain(stages, read_candidates(candidates_path)):
                     sink.write([item])
                 collect_stats(stages, sink.stats)
             self.index.commit()

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import PrepareContext
-
-Row = dict[str, Any]
+from knowref60k.prepare.context import PrepareContext, Row
 
 
 class Deduplicate(Stage[Row, Row]):

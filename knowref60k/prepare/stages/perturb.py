@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import PrepareContext
+from knowref60k.prepare.context import PrepareContext, Row
 from knowref60k.prepare.perturb import perturb
 
 log = logging.getLogger(__name__)
-
-Row = dict[str, Any]
 
 
 class Perturb(Stage[Row, Row]):
