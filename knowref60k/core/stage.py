@@ -49,8 +49,9 @@ class Stage(Generic[In, Out]):
         return (item for item in items if self.keep(item))  # type: ignore[misc]
 
 
-def stage_names(stages: Sequence[type[Stage[Any, Any]]]) -> tuple[str, ...]:
-    return tuple(stage.name for stage in stages)
+def stage_modules(stages: Sequence[type[Stage[Any, Any]]]) -> tuple[str, ...]:
+    """The modules the stages live in: what, with its imports, decides what a pipeline outputs."""
+    return tuple(stage.__module__ for stage in stages)
 
 
 def empty_stats(stages: Sequence[type[Stage[Any, Any]]]) -> PipelineStats:

@@ -12,10 +12,11 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import CANDIDATE_SCHEMA, file_sha256
 from knowref60k.core.parallel import WorkerPool
 from knowref60k.core.runner import FileReport, FileRun
+from knowref60k.core.stage import stage_modules
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.extract.nlp import model_version, resolve_model_name
-from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass, stage_modules
+from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.ingest.readers import (
     LineChunk,
     check_input,

@@ -40,11 +40,6 @@ STAGES: tuple[StageClass, ...] = (
 )
 
 
-def stage_modules(stages: Sequence[StageClass] = STAGES) -> tuple[str, ...]:
-    """The modules the stages live in: with this one, what decides what extraction outputs."""
-    return (__name__, *(stage.__module__ for stage in stages))
-
-
 @dataclass
 class ChunkResult:
     rows: list[dict[str, Any]]
