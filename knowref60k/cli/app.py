@@ -243,6 +243,9 @@ def evaluate_recall(
     items: Annotated[Path, typer.Option(help="KnowRef (2019) items JSON.")] = Path(
         "../shared/data/knowref2019/knowref2019_reddit_items.json"
     ),
+    gold: Annotated[Path, typer.Option(help="Judged Reddit sentences (data/eval/README.md).")] = Path(
+        "data/eval/reddit_gold.jsonl"
+    ),
     out: Annotated[Path, typer.Option(help="Folder for eval.json.")] = Path("output/eval"),
     config: ConfigOption = None,
     model: ModelOption = None,
@@ -252,17 +255,20 @@ def evaluate_recall(
 ) -> None:
     """Recall on sentences the reference pipeline accepted, in the default mode and with 2 connectives."""
     from knowref60k.extract.evaluation import evaluate_modes, load_reference
+    from knowref60k.extract.gold import gold_metadata, load_gold, score_gold
     from knowref60k.extract.nlp import resolve_model_name
 
     try:
         settings = load_config(config, model=model)
         model_name = resolve_model_name(settings.model)
         reference = load_reference(items)
+        gold_items = load_gold(gold)
     except UserError as error:
         raise _fail(error) from None
     modes: list[dict[str, Any]] = [{"max_connectives": 1}, {"max_connectives": 2}]
-    with console.status("running extraction on the reference sentences"):
+    with console.status("running extraction on the reference sentences and the Reddit gold set"):
         results = evaluate_modes(reference, settings, model_name, modes)
+        gold_result = score_gold(gold_items, settings, model_name, gold_metadata(gold)["source_comments"])
         person_modes = [
             {"person_detection": detection, "antecedent_rule": rule}
             for rule in ANTECEDENT_RULES
@@ -282,12 +288,51 @@ def evaluate_recall(
                 f"{score['same_share']:.1%} ({score['same_antecedents_and_pronoun']:,})",
             )
     console.print(table)
+    console.print(_gold_table(gold_result, model_name))
+    console.print(_targets_table(results[0], gold_result))
     if ablation:
         console.print(_ablation_table(ablation))
     out.mkdir(parents=True, exist_ok=True)
-    payload = {"modes": results, "person_detection": ablation}
+    payload = {"modes": results, "reddit_gold": gold_result, "person_detection": ablation}
     (out / "eval.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
     console.print(f"Details in {(out / 'eval.json').resolve()}")
+
+
+def _gold_table(result: dict[str, Any], model_name: str) -> Table:
+    table = Table(
+        title=f"Reddit gold set (data/eval, {result['source_comments']:,} comments judged by hand; {model_name})"
+    )
+    for column in ("part", "items", "valid", "extracted", "correct", "precision", "recall", "errors"):
+        table.add_column(column, justify="left" if column in ("part", "errors") else "right")
+    for part, score in result["parts"].items():
+        errors = ", ".join(f"{reason} {count}" for reason, count in score["errors"].items())
+        table.add_row(
+            part,
+            *(f"{score[key]:,}" for key in ("items", "valid", "extracted", "correct")),
+            f"{score['precision']:.1%}",
+            f"{score['recall']:.1%}",
+            errors,
+        )
+    table.caption = f"yield: {result['valid_per_million_comments']:.1f} correct candidates per million comments"
+    return table
+
+
+def _targets_table(recall: dict[str, Any], gold: dict[str, Any]) -> Table:
+    """Issue 13's targets beside the measured numbers."""
+    same = recall["subsets"]["single_connective"]["same_share"]
+    precision = gold["parts"]["heldout"]["precision"]
+    per_million = gold["valid_per_million_comments"]
+    rows = [
+        ("KnowRef single-connective, same antecedents + pronoun", same, 0.85, f"{same:.1%}", ">= 85%"),
+        ("precision on the held-back gold part", precision, 0.90, f"{precision:.1%}", ">= 90%"),
+        ("correct candidates per million comments", per_million, YIELD_TARGET, f"{per_million:.1f}", f">= {YIELD_TARGET}"),
+    ]
+    table = Table(title="Extraction quality targets")
+    for column in ("measure", "measured", "target", "met"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    for measure, value, target, shown, wanted in rows:
+        table.add_row(measure, shown, wanted, "[green]yes[/green]" if value >= target else "[red]no[/red]")
+    return table
 
 
 def _ablation_table(results: list[dict[str, Any]]) -> Table:
@@ -304,6 +349,10 @@ def _ablation_table(results: list[dict[str, Any]]) -> Table:
         )
     return table
 
+
+# Correct candidates per million comments of the landed rules before issue 13 (en_ud_open_sm: 48 of 77
+# gold candidates correct), scored on the same gold set: the yield must not fall below it.
+YIELD_TARGET = 48.1
 
 overlap_app = typer.Typer(help="Overlap of items with a pretraining corpus (BM25, the paper's method).")
 app.add_typer(overlap_app, name="overlap")
@@ -472,25 +521,32 @@ def setup_model(
     shared_models: Annotated[Path, typer.Option("--from", help="Folder with spaCy model wheels.")] = Path(
         "../shared/models"
     ),
+    lock: Annotated[Path, typer.Option(help="Hash-pinned requirement of the default model.")] = Path(
+        "requirements-model.lock"
+    ),
 ) -> None:
-    """Make sure a spaCy pipeline is installed: an existing one, a wheel from --from, or a download."""
+    """Make sure a spaCy pipeline is installed: the pinned default model (checked against its hash), else
+    a wheel from --from."""
     installed = [name for name in DEFAULT_MODELS if importlib.util.find_spec(name)]
-    if installed:
+    if installed and installed[0] != DEFAULT_MODELS[-1]:
         console.print(f"spaCy pipeline present: {installed[0]}")
         return
+    pinned = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--require-hashes", "-r", str(lock)]
+    console.print(f"installing the pinned spaCy pipeline: {' '.join(pinned)}")
+    if lock.is_file() and subprocess.run(pinned, check=False).returncode == 0:
+        return
+    if installed:
+        console.print(f"[yellow]could not install {lock}; using {installed[0]}[/yellow]")
+        return
     wheels = sorted(shared_models.glob("*.whl")) if shared_models.is_dir() else []
-    command = (
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", str(wheels[-1])]
-        if wheels
-        else [sys.executable, "-m", "spacy", "download", DEFAULT_MODELS[0]]
-    )
-    console.print(f"installing a spaCy pipeline: {' '.join(command)}")
-    if subprocess.run(command, check=False).returncode != 0:
-        raise _fail(
-            UserError(
-                f"no spaCy pipeline could be installed ({shared_models} has no wheel "
-                "and the download failed). "
-                "Put a model wheel (e.g. en_ud_open_sm-1.0.0-py3-none-any.whl) in that folder, or "
-                "pip install one into .venv, then run `make setup` again."
-            )
+    fallback = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *map(str, wheels[-1:])]
+    console.print(f"installing the fallback spaCy pipeline: {' '.join(fallback)}")
+    if wheels and subprocess.run(fallback, check=False).returncode == 0:
+        return
+    raise _fail(
+        UserError(
+            f"no spaCy pipeline could be installed ({lock} failed and {shared_models} has no usable wheel). "
+            "pip install a model wheel into .venv (e.g. ../shared/models/en_ud_open_sm-1.0.0-py3-none-any.whl), "
+            "then run `make setup` again."
         )
+    )

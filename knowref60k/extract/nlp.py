@@ -59,17 +59,6 @@ def pronoun_pattern(nlp: Language, pronouns: Iterable[str]) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
 
 
-def common_words(nlp: Language) -> frozenset[str]:
-    """Lower-case English words from the pipeline's lemmatizer index (WordNet-derived), if it has one."""
-    if "lemmatizer" not in nlp.pipe_names:
-        return frozenset()
-    lookups = getattr(nlp.get_pipe("lemmatizer"), "lookups", None)
-    if lookups is None or not lookups.has_table("lemma_index"):
-        return frozenset()
-    index = lookups.get_table("lemma_index")
-    return frozenset(word for key in index for word in index[key] if word.islower())
-
-
 def is_installed(name: str) -> bool:
     return Path(name).is_dir() or importlib.util.find_spec(name.replace("-", "_")) is not None
 

@@ -15,6 +15,7 @@ from spacy.tokens import Doc
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.stage import Stage
 from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.persons import QUOTES, PersonRule, is_sentence_initial, split_on_persons
 from knowref60k.extract.records import NounPhrase, Sentence, Target, TokenRange
 
 PRENOMINAL_TAGS = frozenset({"DT", "PDT", "PRP$", "WP$", "JJ", "JJR", "JJS", "CD"})
@@ -24,7 +25,6 @@ NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", NAME_HYPHEN_TAG})
 PROPER_NOUN_TAGS = frozenset({"NNP", "NNPS", NAME_HYPHEN_TAG})
 PREPOSITION_TAG = "IN"
 RETAGGABLE_TAGS = frozenset({"NN", "NNS", "JJ", "FW", "UH"})
-SENTENCE_OPENERS = frozenset({'"', "'", ":", "(", "-", "*"})
 # Tagged NN, but adverbs of time: "called Michael yesterday" must not make "Michael yesterday" one phrase.
 TIME_ADVERBS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
 POSSESSIVE_TAG = "POS"
@@ -104,17 +104,27 @@ def corrected_tags(doc: Doc, first_names: frozenset[str]) -> list[str]:
         elif token.lower_ in TIME_ADVERBS:
             tag = "RB"
         tags.append(tag)
+    for opening, closing in _quoted_nicknames(doc):
+        tags[opening : closing + 1] = [NAME_HYPHEN_TAG, *(["NNP"] * (closing - opening - 1)), NAME_HYPHEN_TAG]
     return tags
+
+
+def _quoted_nicknames(doc: Doc, longest: int = 4) -> Iterator[tuple[int, int]]:
+    """Quotes around a capitalised nickname inside a name: Jesse "The Body" Ventura."""
+    for opening in range(1, len(doc) - 2):
+        if doc[opening].text not in QUOTES or not looks_like_name(doc[opening - 1].text):
+            continue
+        for closing in range(opening + 2, min(opening + longest + 2, len(doc) - 1)):
+            if doc[closing].text in QUOTES:
+                inside = doc[opening + 1 : closing]
+                if all(looks_like_name(token.text) for token in inside) and looks_like_name(doc[closing + 1].text):
+                    yield opening, closing
+                break
 
 
 def looks_like_name(text: str) -> bool:
     """Capitalised and not all capitals: "Nate", "LeBron", not "TE", "MAGA" or "S"."""
     return len(text) > 1 and text[0].isupper() and not text.isupper()
-
-
-def is_sentence_initial(doc: Doc, i: int) -> bool:
-    """Whether token i is capitalised by position: the sentence's first word, or after a quote or colon."""
-    return i == 0 or doc[i - 1].text in SENTENCE_OPENERS
 
 
 def _joins_names(doc: Doc, i: int) -> bool:
@@ -123,15 +133,16 @@ def _joins_names(doc: Doc, i: int) -> bool:
     return looks_like_name(doc[i - 1].text) and looks_like_name(doc[i + 1].text)
 
 
-def noun_phrase_groups(tags: Sequence[str], limit: int) -> list[list[tuple[int, int]]]:
-    """Base noun phrases ending before token `limit`, grouped as `NP (IN NP)*`.
+def noun_phrase_groups(words: Sequence[str], tags: Sequence[str], limit: int) -> list[list[tuple[int, int]]]:
+    """Base noun phrases ending before token `limit`, grouped as `NP (of NP)*`.
 
-    As in the reference, "a portrait of Madeline" counts as one noun phrase.
+    As in the reference, "a portrait of Madeline" counts as one noun phrase. Other words tagged IN
+    ("President that Bush would ...", "like Obama") begin a phrase of their own.
     """
     groups: list[list[tuple[int, int]]] = []
     for start, end in base_noun_phrases(tags, limit):
         last = groups[-1][-1] if groups else None
-        if last and start == last[1] + 1 and tags[last[1]] == PREPOSITION_TAG:
+        if last and start == last[1] + 1 and tags[last[1]] == PREPOSITION_TAG and words[last[1]] == "of":
             groups[-1].append((start, end))
         else:
             groups.append([(start, end)])
@@ -174,6 +185,7 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         self.use_ner = config.person_detection in ("ner", "both")
         self.only_two_phrases = config.antecedent_rule == "two_noun_phrases"
         self.lexicon = context.lexicon
+        self.persons = PersonRule(context.lexicon, config.person_detection)
         self.pipeline = context.pipeline
 
     def run(self, items: Iterable[Sentence]) -> Iterator[Sentence]:
@@ -191,6 +203,8 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         for _ in self.pipeline.recognise_entities(unsure):
             pass
         for doc, sentence, phrases in with_two:
+            if self.use_ner:
+                phrases = split_on_persons(doc, phrases)
             chosen = self.choose(doc, sentence.target, phrases)  # type: ignore[arg-type]
             if self.count(chosen if isinstance(chosen, str) else None):
                 sentence.antecedents = chosen  # type: ignore[assignment]
@@ -207,7 +221,7 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
     def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | str:
         """The minimal noun phrases before the connective if they can still hold two persons, else why not."""
         tags = corrected_tags(doc, self.lexicon.first_names)
-        groups = noun_phrase_groups(tags, target.connective.start)
+        groups = noun_phrase_groups([token.lower_ for token in doc], tags, target.connective.start)
         phrases = [representative(doc, tags, group) for group in groups]
         named = sum(phrase.has_name for phrase in phrases)
         if self.only_two_phrases and len(phrases) != 2:
@@ -222,50 +236,42 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         """Whether NER must run: the names list alone cannot settle which phrases are persons."""
         if not self.use_ner:
             return False
-        named = [phrase for phrase in phrases if phrase.has_name]
-        return not (self.use_names and all(self._known_name(doc, phrase) for phrase in named))
+        return self.use_ner
 
     def choose(
         self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
     ) -> tuple[NounPhrase, NounPhrase] | str:
         """The two person phrases if they are the only ones, distinct, and not named after the connective;
         else the reason."""
-        persons = [phrase for phrase in phrases if phrase.has_name and self._is_person(doc, phrase)]
+        persons = [phrase for phrase in phrases if phrase.has_name and self.persons.is_person(doc, phrase)]
         if len(persons) != 2:
             return "fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons"
         first, second = persons
         if doc[first.end - 1].lower_ == doc[second.end - 1].lower_:
             return "identical_antecedents"
-        names = {doc[i].lower_ for p in persons for i in range(p.name_start, p.end)}
-        if any(token.lower_ in names for token in doc[target.connective.end :]):
+        names = {doc[i].text for p in persons for i in range(p.name_start, p.end) if looks_like_name(doc[i].text)}
+        if any(token.text in names for token in doc[target.connective.end :]):
             return "antecedent_repeated_after_connective"
+        if self.use_names and self._agrees_with_neither(doc, target, persons):
+            return "pronoun_agrees_with_neither"
         return first, second
 
-    def _known_name(self, doc: Doc, phrase: NounPhrase) -> bool:
-        """Starts with a known first name. At the start of a sentence, where every word is capitalised,
-        a name that is also a common word must be a popular one ("John", "Mark"; not "Man", "General")."""
-        first = doc[phrase.name_start].text
-        if not self.lexicon.is_first_name(first):
-            return False
-        if is_sentence_initial(doc, phrase.name_start) and self.lexicon.is_common_word(first):
-            return self.lexicon.is_popular_first_name(first)
-        return True
+    def _agrees_with_neither(self, doc: Doc, target: Target, persons: Sequence[NounPhrase]) -> bool:
+        """The pronoun can mean neither person: both bear names known to be of the other gender ("she"
+        after two men's names), or a third person named between the connective and the pronoun has the
+        pronoun's gender and neither of the two is known to have it."""
+        pronoun_gender = TARGET_PRONOUNS[doc[target.pronoun].lower_]
+        genders = [self.persons.gender(doc, person) for person in persons]
+        if all(gender is not None and gender != pronoun_gender for gender in genders):
+            return True
+        return pronoun_gender not in genders and pronoun_gender in self._genders_before_pronoun(doc, target)
 
-    def _is_person(self, doc: Doc, phrase: NounPhrase) -> bool:
-        """A known first name; else NER says PERSON; else (both mode) a surname that is no common word,
-        that NER calls no ORG or LOC, that follows no determiner ("the same Bible") and is not
-        capitalised by position."""
-        if self.use_names and self._known_name(doc, phrase):
-            return True
-        if not self.use_ner:
-            return False
-        labels = {doc[i].ent_type_ for i in range(phrase.name_start, phrase.end)}
-        if "PERSON" in labels:
-            return True
-        head = doc[phrase.end - 1].text
-        surname = self.lexicon.is_surname(head) and not self.lexicon.is_common_word(head)
-        determined = doc[phrase.start].tag_ == "DT"
-        initial = is_sentence_initial(doc, phrase.name_start)
-        return (
-            self.use_names and surname and not (determined or initial) and labels.isdisjoint(("ORG", "LOC"))
-        )
+    def _genders_before_pronoun(self, doc: Doc, target: Target) -> set[str | None]:
+        """The known genders of people named after the connective and before the pronoun."""
+        tags = [token.tag_ for token in doc]
+        genders: set[str | None] = set()
+        for start, end in base_noun_phrases(tags, target.pronoun):
+            phrase = NounPhrase(start, end, _name_start(doc, tags, start, end))
+            if start >= target.connective.end and phrase.has_name and self.persons.is_person(doc, phrase):
+                genders.add(self.persons.gender(doc, phrase))
+        return genders

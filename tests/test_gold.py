@@ -1,0 +1,107 @@
+"""The Reddit gold set (data/eval): its format, its held-back part, and how extraction is scored on it."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from knowref60k.core.errors import UserError
+from knowref60k.extract.gold import GOLD_FILE, REASONS, GoldItem, gold_metadata, judge, load_gold
+
+POOL_FIELDS = {
+    "candidate_id",
+    "source_file",
+    "line_number",
+    "comment_id",
+    "subreddit",
+    "sentence",
+    "connective",
+    "connective_start",
+    "connective_end",
+    "pronoun",
+    "pronoun_start",
+    "pronoun_end",
+}
+GOLD_FIELDS = POOL_FIELDS | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
+
+
+def test_every_line_has_the_documented_fields_and_consistent_offsets() -> None:
+    records = [orjson.loads(line) for line in GOLD_FILE.read_bytes().splitlines()]
+    assert len(records) >= 400
+    assert len({record["candidate_id"] for record in records}) == len(records)
+    for record in records:
+        assert set(record) == GOLD_FIELDS, record["candidate_id"]
+        sentence = record["sentence"]
+        for field in ("connective", "pronoun"):
+            assert sentence[record[f"{field}_start"] : record[f"{field}_end"]] == record[field]
+        assert record["connective_end"] <= record["pronoun_start"]
+
+
+def test_loaded_items_follow_the_criteria() -> None:
+    items = load_gold()
+    labels = collections.Counter(item.label for item in items)
+    assert labels["valid"] >= 100 and labels["invalid"] >= 100
+    for item in items:
+        if item.label == "valid":
+            assert item.reason is None and item.antecedents is not None
+            (s1, e1), (s2, e2) = item.antecedents
+            first, second = item.sentence[s1:e1], item.sentence[s2:e2]
+            assert first.strip() == first and second.strip() == second and first[0].isupper()
+        else:
+            assert item.reason in REASONS and item.antecedents is None
+
+
+def test_held_back_part_is_a_fixed_third_by_content_hash() -> None:
+    items = load_gold()
+    for item in items:
+        assert item.split == ("heldout" if int(item.candidate_id, 16) % 3 == 0 else "tune")
+    heldout = sum(item.split == "heldout" for item in items)
+    assert 0.25 < heldout / len(items) < 0.42
+    assert sum(item.split == "heldout" and item.label == "valid" for item in items) >= 40
+
+
+def test_metadata_names_the_source_and_its_size() -> None:
+    meta = gold_metadata()
+    assert meta["source_file"] == "RC_sample_1M.zst" and meta["source_comments"] == 997_124
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"label": "maybe"}, "label one of"),
+        ({"reason": "too_long"}, "a valid item has two antecedent spans and no reason"),
+        ({"antecedent1": [5, 2]}, "not in order before the connective"),
+        ({"label": "invalid", "reason": "too_long"}, "an invalid item has one reason of"),
+    ],
+)
+def test_a_malformed_line_names_the_file_and_line(tmp_path: Path, change: dict[str, Any], problem: str) -> None:
+    lines = GOLD_FILE.read_bytes().splitlines()
+    valid = next(orjson.loads(line) for line in lines if orjson.loads(line)["label"] == "valid")
+    broken = {**valid, **change}
+    path = tmp_path / "gold.jsonl"
+    path.write_bytes(lines[0] + b"\n" + orjson.dumps(broken) + b"\n")
+    with pytest.raises(UserError, match=rf"gold.jsonl, line 2: .*{problem}"):
+        load_gold(path)
+
+
+def test_judge_tells_whole_names_from_cut_names_and_other_words() -> None:
+    sentence = "Daniel Day-Lewis beat Tom Hanks at the awards, because he was brilliant."
+    item = GoldItem("a", sentence, "tune", "valid", None, ((0, 16), (22, 31)))
+
+    def row(first: tuple[int, int], second: tuple[int, int]) -> dict[str, int]:
+        return {
+            "antecedent1_start": first[0],
+            "antecedent1_end": first[1],
+            "antecedent2_start": second[0],
+            "antecedent2_end": second[1],
+        }
+
+    assert judge(item, row((0, 16), (22, 31))) is None
+    assert judge(item, row((0, 10), (22, 31))) == "broken_span"
+    assert judge(item, row((0, 16), (39, 45))) == "wrong_person"
+    invalid = GoldItem("b", sentence, "tune", "invalid", "work_title", None)
+    assert judge(invalid, row((0, 16), (22, 31))) == "work_title"

@@ -1,0 +1,104 @@
+"""Person detection v2 on hand-written sentences (one per rule), with the real spaCy pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowref60k.core.names import NameLexicon
+from knowref60k.extract.persons import NAME_SHAPE, TITLES
+from knowref60k.extract.pipeline import CandidateExtractor
+from tests.test_antecedents import assert_offsets_consistent, only_row, run
+
+ACCEPTED = [
+    pytest.param(
+        "Daniel Day-Lewis beat Tom Hanks at the awards because he was brilliant in that film.",
+        ("Daniel Day-Lewis", "Tom Hanks", "he"),
+        id="hyphenated name",
+    ),
+    pytest.param(
+        'Dwayne "The Rock" Johnson fought Vin Diesel on the set because he was angry about the script.',
+        ('Dwayne "The Rock" Johnson', "Vin Diesel", "he"),
+        id="nickname in quotes",
+    ),
+    pytest.param(
+        "President Obama called Senator Warren on Monday because he needed her vote on the bill.",
+        ("President Obama", "Senator Warren", "he"),
+        id="titles",
+    ),
+    pytest.param(
+        "Okafor thanked Brennan at the end of the game after he scored the winning goal.",
+        ("Okafor", "Brennan", "he"),
+        id="surnames only",
+    ),
+    pytest.param(
+        "Hayato met Arisa at the station on Sunday, but she did not recognise him at first.",
+        ("Hayato", "Arisa", "she"),
+        id="non-US given names",
+    ),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("sentence", "expected"), ACCEPTED)
+def test_whole_names_of_two_people_are_the_antecedents(
+    extractor: CandidateExtractor, sentence: str, expected: tuple[str, str, str]
+) -> None:
+    row = only_row(extractor, sentence)
+    assert (row["antecedent1"], row["antecedent2"], row["pronoun"]) == expected
+    assert_offsets_consistent(row)
+
+
+REJECTED = [
+    pytest.param(
+        "Sarah joined Microsoft last year, but she still talks to her old team every single week.",
+        "fewer_than_two_persons",
+        id="organisation",
+    ),
+    pytest.param(
+        "We watched Frozen with Anna last night because she loves all of the songs in it.",
+        "fewer_than_two_persons",
+        id="title of a film",
+    ),
+    pytest.param(
+        "John argued with Michael for an hour in the kitchen because she was late again.",
+        "pronoun_agrees_with_neither",
+        id="two men and she",
+    ),
+    pytest.param(
+        "Okafor argued with Brennan for an hour, but Mary said she was late for the meeting.",
+        "pronoun_agrees_with_neither",
+        id="third person before the pronoun",
+    ),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("sentence", "reason"), REJECTED)
+def test_sentences_without_two_people_the_pronoun_can_mean_are_dropped(
+    extractor: CandidateExtractor, sentence: str, reason: str
+) -> None:
+    rows, stages = run(extractor, sentence)
+    assert rows == []
+    assert stages["antecedent"]["dropped"] == {reason: 1}
+
+
+def test_a_name_no_list_has_must_look_like_one() -> None:
+    for name in ("Okafor", "Day-Lewis", "O'Neill", "Zelensky"):
+        assert NAME_SHAPE.match(name), name
+    for word in ("PvZ", "SnooRoar", "iPhone", "USA", "A"):
+        assert not NAME_SHAPE.match(word), word
+    assert {"president", "uncle", "dr."} <= TITLES
+
+
+def test_gender_needs_a_clear_majority_of_bearers() -> None:
+    lexicon = NameLexicon(
+        first_names=frozenset(),
+        popular_first_names=frozenset(),
+        surnames=frozenset(),
+        common_words=frozenset(),
+        female_share={"Mary": 0.997, "John": 0.004, "Jordan": 0.27},
+    )
+    assert lexicon.gender("mary", 0.95) == "female"
+    assert lexicon.gender("John", 0.95) == "male"
+    assert lexicon.gender("Jordan", 0.95) is None
+    assert lexicon.gender("Okafor", 0.95) is None
