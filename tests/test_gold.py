@@ -10,23 +10,17 @@ import orjson
 import pytest
 
 from knowref60k.core.errors import UserError
-from knowref60k.extract.gold import GOLD_FILE, REASONS, GoldItem, gold_metadata, judge, load_gold
+from knowref60k.extract.gold import (
+    GOLD_FILE,
+    POOL_FIELDS,
+    REASONS,
+    GoldItem,
+    gold_metadata,
+    judge,
+    load_gold,
+)
 
-POOL_FIELDS = {
-    "candidate_id",
-    "source_file",
-    "line_number",
-    "comment_id",
-    "subreddit",
-    "sentence",
-    "connective",
-    "connective_start",
-    "connective_end",
-    "pronoun",
-    "pronoun_start",
-    "pronoun_end",
-}
-GOLD_FIELDS = POOL_FIELDS | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
+GOLD_FIELDS = set(POOL_FIELDS) | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
 
 
 def test_every_line_has_the_documented_fields_and_consistent_offsets() -> None:
@@ -78,7 +72,9 @@ def test_metadata_names_the_source_and_its_size() -> None:
         ({"label": "invalid", "reason": "too_long"}, "an invalid item has one reason of"),
     ],
 )
-def test_a_malformed_line_names_the_file_and_line(tmp_path: Path, change: dict[str, Any], problem: str) -> None:
+def test_a_malformed_line_names_the_file_and_line(
+    tmp_path: Path, change: dict[str, Any], problem: str
+) -> None:
     lines = GOLD_FILE.read_bytes().splitlines()
     valid = next(orjson.loads(line) for line in lines if orjson.loads(line)["label"] == "valid")
     broken = {**valid, **change}
@@ -105,3 +101,29 @@ def test_judge_tells_whole_names_from_cut_names_and_other_words() -> None:
     assert judge(item, row((0, 16), (39, 45))) == "wrong_person"
     invalid = GoldItem("b", sentence, "tune", "invalid", "work_title", None)
     assert judge(invalid, row((0, 16), (22, 31))) == "work_title"
+
+
+@pytest.fixture(scope="module")
+def gold_scores() -> dict[str, Any]:
+    from knowref60k.core.config import ExtractConfig
+    from knowref60k.extract.gold import score_gold
+    from knowref60k.extract.nlp import resolve_model_name
+
+    config = ExtractConfig()
+    return score_gold(
+        load_gold(), config, resolve_model_name(config.model), gold_metadata()["source_comments"]
+    )
+
+
+@pytest.mark.integration
+def test_extraction_quality_on_the_gold_set_does_not_regress(gold_scores: dict[str, Any]) -> None:
+    """The numbers of the README's "Extraction quality" table (en_core_web_sm 3.8.0); another model or a
+    rule change that loses precision, recall or yield fails here."""
+    parts = gold_scores["parts"]
+    assert parts["all"]["items"] == len(load_gold())
+    for part in ("tune", "heldout"):
+        assert parts[part]["extracted"] == parts[part]["correct"] + sum(parts[part]["errors"].values())
+    assert parts["all"]["precision"] >= 0.67, parts["all"]
+    assert parts["all"]["recall"] >= 0.53, parts["all"]
+    assert parts["heldout"]["precision"] >= 0.61, parts["heldout"]
+    assert gold_scores["valid_per_million_comments"] >= 83.0

@@ -94,7 +94,6 @@ def test_gender_needs_a_clear_majority_of_bearers() -> None:
     lexicon = NameLexicon(
         first_names=frozenset(),
         popular_first_names=frozenset(),
-        surnames=frozenset(),
         common_words=frozenset(),
         female_share={"Mary": 0.997, "John": 0.004, "Jordan": 0.27},
     )

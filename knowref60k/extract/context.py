@@ -11,7 +11,6 @@ from knowref60k.core.names import (
     entity_priors,
     female_shares,
     known_first_names,
-    known_surnames,
     popular_first_names,
     reddit_common_words,
     world_first_names,
@@ -47,7 +46,6 @@ class ExtractContext:
         return NameLexicon(
             first_names=known_first_names(self.config.ssa_min_count),
             popular_first_names=popular_first_names(POPULAR_NAME_PERCENT),
-            surnames=known_surnames(),
             common_words=reddit_common_words(),
             world_names=frozenset(world_first_names()),
             female_share=female_shares(),

@@ -106,7 +106,7 @@ SUBSETS = ("all", "single_connective", "single_connective_tune", "single_connect
 
 
 def reference_part(item: ReferenceItem) -> str:
-    """"heldout" for a fixed third of the items (by a hash of the sentence), which rules are not tuned on."""
+    """ "heldout" for a fixed third of the items (by a hash of the sentence), which rules are not tuned on."""
     digest = hashlib.sha1(item.sentence.encode()).hexdigest()
     return "heldout" if int(digest, 16) % 3 == 0 else "tune"
 

@@ -17,9 +17,9 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import DATA_DIR
 from knowref60k.extract.extractor import Extractor
+from knowref60k.extract.persons import is_sentence_initial
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, StageClass
 from knowref60k.extract.records import NounPhrase, Target
-from knowref60k.extract.persons import is_sentence_initial
 from knowref60k.extract.stages.antecedents import AntecedentFilter, looks_like_name
 from knowref60k.ingest.readers import LineChunk
 
@@ -47,12 +47,13 @@ class AnyTwoNames(AntecedentFilter):
 
     def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | str:
         runs: list[NounPhrase] = []
-        previous = False
+        in_run = False
         for i in range(target.connective.start):
-            capitalised = looks_like_name(doc[i].text)
-            if capitalised and not previous and self._may_be_name(doc, i):
+            if not looks_like_name(doc[i].text):
+                in_run = False
+            elif not in_run and self._may_be_name(doc, i):
                 runs.append(NounPhrase(i, i + 1, i))
-            previous = capitalised
+                in_run = True
         return runs if len(runs) >= 2 else "fewer_than_two_capitalised_runs"
 
     def _may_be_name(self, doc: Doc, i: int) -> bool:
@@ -78,13 +79,20 @@ POOL_STAGES: tuple[StageClass, ...] = tuple(
 )
 
 
-def build_pool(inputs: Sequence[Path], workers: int = 2) -> list[dict[str, Any]]:
+def build_pool(inputs: Sequence[Path], workers: int = 2, model: str | None = None) -> list[dict[str, Any]]:
     """Every pool sentence of the inputs, in input order."""
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as scratch, Extractor(ExtractConfig(), workers, stages=POOL_STAGES) as extractor:
+    config = ExtractConfig(model=model)
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        Extractor(config, workers, stages=POOL_STAGES) as extractor,
+    ):
         for path in inputs:
             report = extractor.extract_file(path, Path(scratch))
-            rows.extend({field: row[field] for field in POOL_FIELDS} for row in pq.read_table(report.rows_path).to_pylist())
+            rows.extend(
+                {field: row[field] for field in POOL_FIELDS}
+                for row in pq.read_table(report.rows_path).to_pylist()
+            )
     return rows
 
 
@@ -159,7 +167,10 @@ def judge(item: GoldItem, row: dict[str, Any]) -> str | None:
     """None when the candidate is correct, else the error's reason."""
     if item.antecedents is None:
         return item.reason
-    spans = ((row["antecedent1_start"], row["antecedent1_end"]), (row["antecedent2_start"], row["antecedent2_end"]))
+    spans = (
+        (row["antecedent1_start"], row["antecedent1_end"]),
+        (row["antecedent2_start"], row["antecedent2_end"]),
+    )
     if spans == item.antecedents:
         return None
     overlapping = all(
@@ -229,4 +240,32 @@ def score_gold(
         "parts": {split: score.to_dict() for split, score in scores.items()},
         "source_comments": comments,
         "valid_per_million_comments": round(correct * 1_000_000 / comments, 1),
+    }
+
+
+def score_candidates(
+    rows: Sequence[dict[str, Any]], items: Sequence[GoldItem], comments: int
+) -> dict[str, Any]:
+    """Candidates of a real run over the gold set's source file, judged by the gold set: how many are
+    correct, the errors by reason, and how many the gold set has not judged (must be none)."""
+    by_id = {item.candidate_id: item for item in items}
+    errors: collections.Counter[str] = collections.Counter()
+    correct = unjudged = 0
+    for row in rows:
+        item = by_id.get(row["candidate_id"])
+        if item is None:
+            unjudged += 1
+            continue
+        error = judge(item, row)
+        correct += error is None
+        if error is not None:
+            errors[error] += 1
+    judged = len(rows) - unjudged
+    return {
+        "candidates": len(rows),
+        "unjudged": unjudged,
+        "correct": correct,
+        "precision": round(correct / judged, 4) if judged else 0.0,
+        "valid_per_million_comments": round(correct * 1_000_000 / comments, 1),
+        "errors": dict(errors.most_common()),
     }

@@ -4,14 +4,13 @@ the phrase's shape (a determiner, the start of a sentence)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from spacy.tokens import Doc
 
-from knowref60k.core.names import NameLexicon, known_first_names, ssa_name_counts
+from knowref60k.core.names import NameLexicon, census_first_names, ssa_name_counts
 from knowref60k.extract.records import NounPhrase
-
-import re
 
 # Words that stand before a name as part of it ("President Obama", "Uncle Dana"), and alone name no one.
 TITLES = frozenset(
@@ -25,11 +24,12 @@ TITLES = frozenset(
 # "O'Neill"), not "PvZ", "SnooRoar" or "iPhone".
 NAME_SHAPE = re.compile(r"^(?:[A-Z][a-z]*['’-])?[A-Z][a-z]+(?:-[A-Z][a-z]+)?$")
 QUOTES = frozenset({'"', "“", "”"})
-# Babies the SSA counted with a name before it outweighs the model's reading of it as a place or
-# organisation ("Julia" read as ORG); "Marvel" and "Houston" stay below.
+# A Census first name, or one the SSA counted this many babies with, outweighs the model's reading of it
+# as an organisation or place in one sentence ("Julia" read as ORG) ...
 STRONG_NAME_COUNT = 5_000
-# ... unless the model calls it something else in most of its Reddit contexts ("Houston", "London"),
-# which the most common names outweigh (the small model calls "Amanda" ORG more often than PERSON).
+# ... unless the model reads the word as another kind of entity in most of its Reddit contexts
+# (`data/names/person_priors.tsv`: "Houston", "London", "Marvel"), which only the most common names
+# outweigh (the small model calls "Amanda" ORG more often than PERSON).
 COMMON_NAME_COUNT = 100_000
 PRIOR_EVIDENCE = 10
 PRIOR_RATIO = 2.0
@@ -55,14 +55,15 @@ class PersonRule:
     def __init__(self, lexicon: NameLexicon, mode: str) -> None:
         self.lexicon = lexicon
         self.babies = ssa_name_counts()
-        self.census_names = known_first_names(ssa_min_count=COMMON_NAME_COUNT * 100)
+        self.census_names = census_first_names()
         self.use_names = mode in ("names", "both")
         self.use_ner = mode in ("ner", "both")
 
     def known_name(self, doc: Doc, phrase: NounPhrase, world: bool = False, popular: bool = False) -> bool:
-        """Starts with a known first name (US lists; also the world lists when `world`). At the start of a
-        sentence, where every word is capitalised, a name that is also a common word must be a popular
-        one ("John", "Mark"; not "Man", "General") or be tagged a proper noun by the model."""
+        """Starts with a known first name (US lists; also the world lists when `world`). A name that is
+        also a common word must be on the US lists ("Will", not "Read"), and at the start of a sentence,
+        where every word is capitalised, a popular one ("John", "Mark"; not "Man") or tagged a proper
+        noun by the model."""
         first = doc[phrase.name_start]
         text = first.text
         if popular and not self._outweighs_entity_type(text):
@@ -71,9 +72,11 @@ class PersonRule:
             return False
         if not self.lexicon.is_common_word(text):
             return True
+        if not self.lexicon.is_first_name(text):
+            return False
         if is_sentence_initial(doc, phrase.name_start):
             return self.lexicon.is_popular_first_name(text) or first.tag_ == "NNP"
-        return self.lexicon.is_first_name(text)
+        return True
 
     def _outweighs_entity_type(self, text: str) -> bool:
         """Whether a first name is common enough to overrule the model's reading of it as a place or
@@ -97,6 +100,15 @@ class PersonRule:
         return i if i < phrase.end else None
 
     def is_person(self, doc: Doc, phrase: NounPhrase) -> bool:
+        """In "both" mode, the first signal that speaks decides:
+        1. no person: titles only ("General"), a determiner before the name ("the Avengers"), inside
+           quotes (a title), or a number or date entity ("September");
+        2. a person: a first name common enough to outweigh the model's reading of this sentence;
+        3. the model's PERSON label, unless every word of the name is a common word ("Arena");
+        4. no person: any other entity type, unless it is a one-word label the model does not give the
+           word in most of its Reddit contexts; after "in", "at", "on" ... (a place or a work);
+        5. a person: a first name of the US or world lists, or a word no list has that looks like a name
+           and is no common word ("Okafor")."""
         if not self.use_ner:
             return self.known_name(doc, phrase)
         types = self.entity_types(doc, phrase)

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knowref60k.core.names import NamePool
+from knowref60k.core.names import NamePool, reddit_common_words
+from knowref60k.extract.persons import TITLES
 
 _CAPITALISED_WORD = re.compile(r"\b[A-Z][\w'-]*")
 _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an) $", re.IGNORECASE)
@@ -91,31 +92,67 @@ def _replacement(sentence: str, start: int, end: int, name: str) -> tuple[int, i
     return start, end, text
 
 
-def perturb(row: Mapping[str, Any], pools: Mapping[str, NamePool], global_seed: int) -> Perturbation:
-    """Replace antecedent1 and antecedent2 (in this order in the text) by two new names, by offsets."""
-    seed = item_seed(global_seed, row["candidate_id"])
-    first, second = draw_names(pools[row["pronoun_gender"]], seed, forbidden_names(row))
+def _name_words(antecedent: str) -> set[str]:
+    """The words of a name that mention its bearer on their own: not a title ("President"), nor a
+    common word ("The" of `"The Rock"`)."""
+    common = reddit_common_words()
+    return {
+        word
+        for word in (match.group() for match in _CAPITALISED_WORD.finditer(antecedent))
+        if len(word) > 1 and word.lower() not in TITLES and word.lower() not in common
+    }
+
+
+def later_mentions(row: Mapping[str, Any]) -> list[tuple[int, int, int]]:
+    """(start, end, which antecedent) of every other whole-word occurrence of a name word of an
+    antecedent ("Tate" in "... lost to Tate but she was beating Tate"): replaced with that antecedent,
+    so the item never keeps an original name. Extraction drops sentences where such a word belongs to
+    both antecedents."""
     sentence = row["sentence"]
+    spans = [(row[f"{field}_start"], row[f"{field}_end"]) for field in ("antecedent1", "antecedent2")]
+    mentions = []
+    for which, field in enumerate(("antecedent1", "antecedent2")):
+        for word in _name_words(row[field]):
+            for match in re.finditer(rf"(?<![\w'-]){re.escape(word)}(?![\w-])", sentence):
+                if not any(start <= match.start() < end for start, end in spans):
+                    mentions.append((match.start(), match.end(), which))
+    return sorted(mentions)
+
+
+def perturb(row: Mapping[str, Any], pools: Mapping[str, NamePool], global_seed: int) -> Perturbation:
+    """Replace antecedent1 and antecedent2, and any later mention of them, by two new names, by offsets."""
+    seed = item_seed(global_seed, row["candidate_id"])
+    names = draw_names(pools[row["pronoun_gender"]], seed, forbidden_names(row))
+    sentence = row["sentence"]
+    replaced = sorted(
+        [
+            (row["antecedent1_start"], row["antecedent1_end"], 0),
+            (row["antecedent2_start"], row["antecedent2_end"], 1),
+            *later_mentions(row),
+        ]
+    )
     pieces: list[str] = []
     cursor = 0
-    spans: list[tuple[int, int]] = []
     length = 0
-    for name, field in ((first, "antecedent1"), (second, "antecedent2")):
-        start, end, text = _replacement(sentence, row[f"{field}_start"], row[f"{field}_end"], name)
+    spans: dict[int, tuple[int, int]] = {}
+    shift = 0
+    for span_start, span_end, which in replaced:
+        start, end, text = _replacement(sentence, span_start, span_end, names[which])
         pieces.append(sentence[cursor:start])
         length += start - cursor
-        spans.append((length, length + len(name)))
+        spans.setdefault(which, (length, length + len(names[which])))
         pieces.append(text)
         length += len(text)
         cursor = end
-    shift = length - cursor
+        if end <= row["pronoun_start"]:
+            shift = length - cursor
     pieces.append(sentence[cursor:])
     return Perturbation(
         sentence="".join(pieces),
-        name1=first,
+        name1=names[0],
         name1_start=spans[0][0],
         name1_end=spans[0][1],
-        name2=second,
+        name2=names[1],
         name2_start=spans[1][0],
         name2_end=spans[1][1],
         pronoun_start=row["pronoun_start"] + shift,

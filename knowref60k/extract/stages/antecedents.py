@@ -117,7 +117,9 @@ def _quoted_nicknames(doc: Doc, longest: int = 4) -> Iterator[tuple[int, int]]:
         for closing in range(opening + 2, min(opening + longest + 2, len(doc) - 1)):
             if doc[closing].text in QUOTES:
                 inside = doc[opening + 1 : closing]
-                if all(looks_like_name(token.text) for token in inside) and looks_like_name(doc[closing + 1].text):
+                if all(looks_like_name(token.text) for token in inside) and looks_like_name(
+                    doc[closing + 1].text
+                ):
                     yield opening, closing
                 break
 
@@ -249,12 +251,19 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         first, second = persons
         if doc[first.end - 1].lower_ == doc[second.end - 1].lower_:
             return "identical_antecedents"
-        names = {doc[i].text for p in persons for i in range(p.name_start, p.end) if looks_like_name(doc[i].text)}
-        if any(token.text in names for token in doc[target.connective.end :]):
-            return "antecedent_repeated_after_connective"
+        if self._shared_name_repeated(doc, target, persons):
+            return "ambiguous_repeated_name"
         if self.use_names and self._agrees_with_neither(doc, target, persons):
             return "pronoun_agrees_with_neither"
         return first, second
+
+    def _shared_name_repeated(self, doc: Doc, target: Target, persons: Sequence[NounPhrase]) -> bool:
+        """A word of both names ("Tom" of "Tom Hanks" and "Tom Brady") named again after the
+        connective: the perturbation could not tell whose mention it is. Other repeated names are
+        replaced along with their antecedent."""
+        first, second = ({doc[i].text for i in range(p.name_start, p.end)} for p in persons)
+        shared = {word for word in first & second if looks_like_name(word)}
+        return any(token.text in shared for token in doc[target.connective.end :])
 
     def _agrees_with_neither(self, doc: Doc, target: Target, persons: Sequence[NounPhrase]) -> bool:
         """The pronoun can mean neither person: both bear names known to be of the other gender ("she"
