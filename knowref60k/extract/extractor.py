@@ -10,11 +10,13 @@ from types import TracebackType
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import CANDIDATE_SCHEMA, file_sha256
+from knowref60k.core.names import NAMES_DIR
 from knowref60k.core.parallel import WorkerPool
+from knowref60k.core.paths import DATA_DIR
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import stage_modules
 from knowref60k.core.stats import PipelineStats
-from knowref60k.core.versioning import __version__, code_fingerprint
+from knowref60k.core.versioning import __version__, code_fingerprint, data_fingerprint
 from knowref60k.extract.nlp import model_version, resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.ingest.readers import (
@@ -29,6 +31,7 @@ from knowref60k.ingest.readers import (
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int], None]
+BOTS_DIR = DATA_DIR / "bots"
 
 
 def output_stem(path: Path) -> str:
@@ -58,6 +61,7 @@ class Extractor:
             (
                 config.fingerprint(self.model_name, model_version(self.model_name)),
                 code_fingerprint(__name__, *stage_modules(stages)),
+                data_fingerprint(NAMES_DIR, BOTS_DIR),
             )
         )
         self._workers = WorkerPool(self.workers, CandidateExtractor, config, self.model_name, tuple(stages))

@@ -13,11 +13,11 @@ from typing import Any
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, read_rows
-from knowref60k.core.names import GENDERS, perturbation_pool
+from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, stage_modules
 from knowref60k.core.stats import PipelineStats
-from knowref60k.core.versioning import code_fingerprint
+from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
@@ -49,7 +49,8 @@ class Preparer:
     def __init__(self, config: PrepareConfig, index_path: Path) -> None:
         self.config = config
         self.index_path = index_path
-        self.fingerprint = f"{config.fingerprint()}-{code_fingerprint(__name__, *stage_modules(STAGES))}"
+        code = code_fingerprint(__name__, *stage_modules(STAGES))
+        self.fingerprint = f"{config.fingerprint()}-{code}-{data_fingerprint(NAMES_DIR)}"
         pools = {gender: perturbation_pool(gender, config.gender_ambiguity_share) for gender in GENDERS}
         self.index = DedupIndex(index_path, config)
         self.context = PrepareContext(config, self.index, pools)

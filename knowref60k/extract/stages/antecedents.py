@@ -243,12 +243,15 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
     def choose(
         self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
     ) -> tuple[NounPhrase, NounPhrase] | str:
-        """The two person phrases if they are the only ones, distinct, and not named after the connective;
-        else the reason."""
+        """The two person phrases if they are the only names before the connective (another name may be a
+        person the rules missed, or tell the pronoun's referent), distinct, and their repeated names
+        unambiguous; else the reason."""
         persons = [phrase for phrase in phrases if phrase.has_name and self.persons.is_person(doc, phrase)]
         if len(persons) != 2:
             return "fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons"
         first, second = persons
+        if any(phrase.has_name and phrase not in persons for phrase in phrases):
+            return "other_name_before_connective"
         if doc[first.end - 1].lower_ == doc[second.end - 1].lower_:
             return "identical_antecedents"
         if self._shared_name_repeated(doc, target, persons):
