@@ -8,6 +8,7 @@ whole process tree (sampled from /proc), the same for a 100k-line prefix (memory
 input size), and the funnel. Results go to output/bench/bench.json, the candidates of the whole file
 to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gold set's source file the
 candidates are also judged by the Reddit gold set (data/eval): precision, yield, and that none is unjudged.
+The whole file is extracted a second time with the surface pre-filter off: the candidates must be the same.
 """
 
 from __future__ import annotations
@@ -139,10 +140,10 @@ class Run:
         )
 
 
-def extract(path: Path, out: Path, workers: int) -> Run:
+def extract(path: Path, out: Path, workers: int, config: ExtractConfig | None = None) -> Run:
     with PeakMemory() as memory:
         started = time.perf_counter()
-        with Extractor(ExtractConfig(), workers=workers) as extractor:
+        with Extractor(config or ExtractConfig(), workers=workers) as extractor:
             report = extractor.extract_file(path, out)
         seconds = time.perf_counter() - started
     return Run(path.name, report.stats["read"].total, seconds, memory.peak, report.rows, report.stats)
@@ -182,6 +183,11 @@ def main() -> int:
         candidates_dir = args.out / "candidates"
         shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
         full = extract(args.input, candidates_dir, args.workers)
+        console.print(f"extraction of {args.input.name} without the surface pre-filter ...")
+        unfiltered = extract(
+            args.input, work / "unfiltered", args.workers, ExtractConfig(surface_prefilter=False)
+        )
+        same = rows_of(candidates_dir) == rows_of(work / "unfiltered")
         if args.profile:
             profile(prefix, work / "profile")
     results = {
@@ -198,6 +204,7 @@ def main() -> int:
         "prefix": small.to_dict(),
         "full": full.to_dict(),
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
+        "without_surface_prefilter": {**unfiltered.to_dict(), "same_candidates": same},
         "funnel": full.stats.to_dict(),
     }
     quality = gold_check(args.input, candidates_dir)
@@ -214,7 +221,14 @@ def main() -> int:
     console.print(f"extraction, {args.small_lines:,}-line prefix: {small.describe()}")
     console.print(f"extraction, whole file: {full.describe()}")
     console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
+    console.print(
+        f"without the surface pre-filter: {unfiltered.describe()}; "
+        f"speed-up from the pre-filter {unfiltered.seconds / full.seconds:.2f}x"
+    )
     checks = targets(small, full, small_base, base)
+    checks.append(
+        ("same candidates with the surface pre-filter on and off", same, "identical" if same else "DIFFERENT")
+    )
     if quality is not None:
         console.print(
             f"judged by the Reddit gold set (data/eval): {quality['correct']} of {quality['candidates']} "
@@ -232,6 +246,12 @@ def main() -> int:
     if missed:
         console.print(f"[red]{missed} target(s) missed[/]")
     return 1 if missed else 0
+
+
+def rows_of(folder: Path) -> list[dict[str, object]]:
+    return [
+        row for path in sorted(folder.glob("*.candidates.parquet")) for row in pq.read_table(path).to_pylist()
+    ]
 
 
 def gold_check(source: Path, candidates_dir: Path) -> dict[str, object] | None:

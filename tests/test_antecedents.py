@@ -79,7 +79,7 @@ def test_two_separate_connectives_are_rejected(extractor: CandidateExtractor) ->
 @pytest.mark.integration
 def test_non_person_noun_phrase_is_rejected(extractor: CandidateExtractor) -> None:
     rows, stages = run(
-        extractor, "The storm damaged the old bridge near the town, so he stayed home all week."
+        extractor, "The storm damaged the Golden Gate Bridge near Oakland, so he stayed home all week."
     )
     assert rows == []
     assert stages["antecedent"]["dropped"] == {"fewer_than_two_persons": 1}

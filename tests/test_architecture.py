@@ -138,7 +138,17 @@ def test_the_extraction_funnel_is_the_stage_list() -> None:
     from knowref60k.extract.pipeline import STAGES
 
     names = [stage.name for stage in STAGES]
-    assert names == ["read", "clean", "prefilter", "split", "shape", "connective", "antecedent", "language"]
+    assert names == [
+        "read",
+        "clean",
+        "prefilter",
+        "surface",
+        "split",
+        "shape",
+        "connective",
+        "antecedent",
+        "language",
+    ]
     assert len(set(names)) == len(names)
     assert all(stage.unit for stage in STAGES)
 

@@ -48,6 +48,7 @@ FUNNEL = {
     "read": (9, 8, {"quarantined:invalid_json": 1}),
     "clean": (8, 7, {"deleted": 1}),
     "prefilter": (7, 6, {"no_target_pronoun": 1}),
+    "surface": (6, 6, {}),
     "split": (6, 6, {}),
     "shape": (6, 6, {}),
     "connective": (6, 6, {}),

@@ -24,6 +24,7 @@ from knowref60k.extract.stages.prefilter import Prefilter
 from knowref60k.extract.stages.read import ReadLines
 from knowref60k.extract.stages.shape import ShapeFilter
 from knowref60k.extract.stages.split import Split
+from knowref60k.extract.stages.surface import SurfaceFilter
 from knowref60k.ingest.readers import LineChunk
 
 StageClass = type[Stage[Any, Any]]
@@ -32,6 +33,7 @@ STAGES: tuple[StageClass, ...] = (
     ReadLines,
     Clean,
     Prefilter,
+    SurfaceFilter,
     Split,
     ShapeFilter,
     ConnectiveFilter,

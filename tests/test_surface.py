@@ -1,0 +1,82 @@
+"""The surface pre-filter drops paragraphs on their plain string, and never changes the candidates."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from knowref60k.core.config import ExtractConfig
+from knowref60k.extract.evaluation import load_reference
+from knowref60k.extract.extractor import Extractor
+from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.pipeline import CandidateExtractor
+from knowref60k.extract.records import Paragraph
+from knowref60k.extract.stages.surface import SurfaceFilter, connective_pattern
+from knowref60k.ingest.readers import LineChunk
+from tests.conftest import shared_file
+
+
+def test_connective_pattern_finds_every_word_of_every_connective() -> None:
+    pattern = connective_pattern([",", "even though", "so"])
+    assert [m.group() for m in pattern.finditer("Even so, though")] == ["Even", "so", ",", "though"]
+    assert pattern.search("also") is None  # whole words only
+
+
+class Context:
+    """What the stage reads of an ExtractContext, without loading a spaCy pipeline."""
+
+    def __init__(self, config: ExtractConfig) -> None:
+        self.config = config
+        self.target_pronouns = re.compile(r"\b(?:he|she|him|her|his|hers)\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("Roderick is painting a portrait of Madeline, but every pose exhausts her.", None),
+        ("roderick is painting a portrait of madeline, but every pose exhausts her.", "no_possible_sentence"),
+        ("Roderick is painting Madeline and every single pose just exhausts her.", "no_possible_sentence"),
+        ("Roderick paints Madeline, but her pose exhausts.", "no_possible_sentence"),  # too few spaces
+        ("Roderick painted 3 portraits of Madeline, but a pose exhausts her.", "no_possible_sentence"),
+        ("I saw 3 films. Roderick is painting a portrait of Madeline, but every pose exhausts her.", None),
+    ],
+)
+def test_surface_checks(text: str, reason: str | None) -> None:
+    stage = SurfaceFilter(Context(ExtractConfig()))  # type: ignore[arg-type]
+    paragraph = Paragraph(None, 0, text)  # type: ignore[arg-type]
+    assert stage.reject(paragraph) == reason
+    off = SurfaceFilter(Context(ExtractConfig(surface_prefilter=False)))  # type: ignore[arg-type]
+    assert off.reject(paragraph) is None
+
+
+@pytest.mark.integration
+def test_knowref_candidates_are_the_same_with_and_without_the_prefilter() -> None:
+    items = load_reference(shared_file("data/knowref2019/knowref2019_reddit_items.json"))
+    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
+    rows = {}
+    for enabled in (True, False):
+        config = ExtractConfig(surface_prefilter=enabled)
+        extractor = CandidateExtractor(config, resolve_model_name(config.model))
+        rows[enabled] = extractor.process("knowref", "text", LineChunk(1, data)).rows
+    assert len(rows[True]) > 2000
+    assert rows[True] == rows[False]
+
+
+@pytest.mark.integration
+def test_reddit_candidates_are_the_same_with_and_without_the_prefilter(
+    tmp_path: Path, reddit_slice: Path
+) -> None:
+    tables = {}
+    for enabled in (True, False):
+        config = dataclasses.replace(ExtractConfig(), surface_prefilter=enabled)
+        with Extractor(config, workers=2) as extractor:
+            report = extractor.extract_file(reddit_slice, tmp_path / str(enabled))
+        tables[enabled] = pq.read_table(report.rows_path).to_pylist()
+        stages = report.stats.to_dict()["stages"]
+        dropped = stages["surface"]["dropped"]
+        assert (dropped.get("no_possible_sentence", 0) > 0) == enabled, dropped
+    assert tables[True] == tables[False]
