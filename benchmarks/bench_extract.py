@@ -22,8 +22,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
+from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
@@ -33,6 +36,9 @@ from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.gold import gold_metadata, load_gold, score_candidates
+from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.pipeline import STAGES, CandidateExtractor
+from knowref60k.extract.records import LineBatch
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
 
@@ -149,6 +155,46 @@ def extract(path: Path, out: Path, workers: int, config: ExtractConfig | None = 
     return Run(path.name, report.stats["read"].total, seconds, memory.peak, report.rows, report.stats)
 
 
+class TimedIterator:
+    """Counts the seconds spent getting items from an iterator."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = iter(items)
+        self.seconds = 0.0
+
+    def __iter__(self) -> TimedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        started = time.perf_counter()
+        try:
+            return next(self.items)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def stage_seconds(path: Path, lines: int) -> dict[str, float]:
+    """Own seconds of each extraction stage on the file's first `lines` lines, in this process: the time
+    spent pulling a stage's output, less the time it spent pulling its input."""
+    extractor = CandidateExtractor(ExtractConfig(), resolve_model_name(None))
+    own: dict[str, float] = {stage.name: 0.0 for stage in STAGES}
+    with open_input(path) as (_raw, stream):
+        done = 0
+        for chunk in iter_line_chunks(stream, path.name):
+            stages = [stage(extractor.context) for stage in STAGES]
+            timed = [TimedIterator([LineBatch("ndjson", chunk)])]
+            for stage in stages:
+                timed.append(TimedIterator(stage.run(timed[-1])))
+            for _ in timed[-1]:
+                pass
+            for stage, upstream, output in zip(stages, timed[:-1], timed[1:], strict=True):
+                own[stage.name] += output.seconds - upstream.seconds
+            done += chunk.data.count(b"\n")
+            if done >= lines:
+                break
+    return own
+
+
 def profile(path: Path, out: Path) -> None:
     """Where the time goes: cProfile of a one-process extraction."""
     profiler = cProfile.Profile()
@@ -164,6 +210,7 @@ def main() -> int:
     parser.add_argument("--input", type=Path, default=DEFAULT_INPUT)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--small-lines", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the whole file (best and median)")
     parser.add_argument("--profile", action="store_true", help="also profile a one-process run on the prefix")
     parser.add_argument("--out", type=Path, default=REPO / "output" / "bench")
     args = parser.parse_args()
@@ -181,13 +228,19 @@ def main() -> int:
         small = extract(prefix, work / "small", args.workers)
         console.print(f"extraction of {args.input.name} with {args.workers} workers ...")
         candidates_dir = args.out / "candidates"
-        shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
-        full = extract(args.input, candidates_dir, args.workers)
+        runs = []
+        for _ in range(args.repeat):
+            shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
+            runs.append(extract(args.input, candidates_dir, args.workers))
+        full = min(runs, key=lambda run: run.seconds)
+        median_seconds = median(run.seconds for run in runs)
         console.print(f"extraction of {args.input.name} without the surface pre-filter ...")
         unfiltered = extract(
             args.input, work / "unfiltered", args.workers, ExtractConfig(surface_prefilter=False)
         )
         same = rows_of(candidates_dir) == rows_of(work / "unfiltered")
+        console.print(f"time per stage on the {args.small_lines:,}-line prefix, one process ...")
+        shares = stage_seconds(prefix, args.small_lines)
         if args.profile:
             profile(prefix, work / "profile")
     results = {
@@ -203,6 +256,9 @@ def main() -> int:
         },
         "prefix": small.to_dict(),
         "full": full.to_dict(),
+        "full_runs_seconds": [round(run.seconds, 2) for run in runs],
+        "full_median_seconds": round(median_seconds, 2),
+        "stage_seconds_on_prefix": {name: round(seconds, 2) for name, seconds in shares.items()},
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
         "without_surface_prefilter": {**unfiltered.to_dict(), "same_candidates": same},
         "funnel": full.stats.to_dict(),
@@ -219,7 +275,23 @@ def main() -> int:
         f"({small_base.peak_rss_bytes / MIB:,.0f} MiB on the prefix)"
     )
     console.print(f"extraction, {args.small_lines:,}-line prefix: {small.describe()}")
-    console.print(f"extraction, whole file: {full.describe()}")
+    console.print(f"extraction, whole file, best of {len(runs)}: {full.describe()}")
+    listed = ", ".join(f"{run.seconds:.1f} s" for run in runs)
+    console.print(
+        f"whole file, median of {len(runs)}: {median_seconds:.1f} s = "
+        f"{full.lines / median_seconds:,.0f} comments/s (runs: {listed})"
+    )
+    total = sum(shares.values())
+    console.print(
+        "share of time per stage (one process, prefix): "
+        + ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in shares.items())
+    )
+    window = base.peak_rss_bytes - small_base.peak_rss_bytes
+    own = full.peak_rss_bytes - base.peak_rss_bytes
+    console.print(
+        f"zstd decoder window (baseline, prefix to whole file): {window / MIB:,.0f} MiB; "
+        f"extraction's own peak without the baseline: {own / MIB:,.0f} MiB"
+    )
     console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
     console.print(
         f"without the surface pre-filter: {unfiltered.describe()}; "
