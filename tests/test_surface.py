@@ -12,7 +12,7 @@ import pytest
 from knowref60k.core.config import ExtractConfig
 from knowref60k.extract.evaluation import load_reference
 from knowref60k.extract.extractor import Extractor
-from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.nlp import resolve_model_name, trie_pattern
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.records import Paragraph
 from knowref60k.extract.stages.surface import SurfaceFilter, connective_pattern
@@ -80,3 +80,15 @@ def test_reddit_candidates_are_the_same_with_and_without_the_prefilter(
         dropped = stages["surface"]["dropped"]
         assert (dropped.get("no_possible_sentence", 0) > 0) == enabled, dropped
     assert tables[True] == tables[False]
+
+
+def test_trie_pattern_matches_exactly_its_words() -> None:
+    words = ["he", "her", "hers", "him", "his", "she", "she's", "he'll've", "hes"]
+    pattern = re.compile(rf"\b{trie_pattern(words)}\b", re.IGNORECASE)
+    for word in words:
+        assert pattern.fullmatch(word) and pattern.fullmatch(word.upper()), word
+    for other in ["h", "sh", "he'", "hera", "hi", "the", "shes's", "herself", ""]:
+        assert not pattern.fullmatch(other), other
+    text = "Then the heron saw Hers and THEM, where he'll've gone"
+    plain = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.IGNORECASE)
+    assert [m.start() for m in pattern.finditer(text)] == [m.start() for m in plain.finditer(text)]
