@@ -21,10 +21,8 @@ import pyarrow.parquet as pq
 from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.console import make_console
 from knowref60k.core.io import CANDIDATE_SCHEMA
-from knowref60k.extract.evaluation import load_reference
+from knowref60k.extract.evaluation import extract_sentences, load_reference
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.ingest.readers import LineChunk
 from knowref60k.prepare.preparer import Preparer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,9 +35,8 @@ def knowref_candidates(target: Path) -> Path:
     """Candidates extracted (with the default config) from the reference sentences, one per line."""
     items = load_reference(KNOWREF)
     config = ExtractConfig()
-    extractor = CandidateExtractor(config, resolve_model_name(config.model))
-    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
-    rows = extractor.process("knowref2019.txt", "text", LineChunk(1, data)).rows
+    sentences = [item.sentence for item in items]
+    rows = extract_sentences("knowref2019.txt", sentences, config, resolve_model_name(config.model)).rows
     pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), target)
     return target
 

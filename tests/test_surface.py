@@ -10,13 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.extract.evaluation import load_reference
+from knowref60k.extract.evaluation import extract_sentences, load_reference
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.nlp import resolve_model_name, trie_pattern
-from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.records import Paragraph
 from knowref60k.extract.stages.surface import SurfaceFilter, connective_pattern
-from knowref60k.ingest.readers import LineChunk
 from tests.conftest import shared_file
 
 
@@ -56,12 +54,11 @@ def test_surface_checks(text: str, reason: str | None) -> None:
 @pytest.mark.integration
 def test_knowref_candidates_are_the_same_with_and_without_the_prefilter() -> None:
     items = load_reference(shared_file("data/knowref2019/knowref2019_reddit_items.json"))
-    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
+    sentences = [item.sentence for item in items]
     rows = {}
     for enabled in (True, False):
         config = ExtractConfig(surface_prefilter=enabled)
-        extractor = CandidateExtractor(config, resolve_model_name(config.model))
-        rows[enabled] = extractor.process("knowref", "text", LineChunk(1, data)).rows
+        rows[enabled] = extract_sentences("knowref", sentences, config, resolve_model_name(config.model)).rows
     assert len(rows[True]) > 2000
     assert rows[True] == rows[False]
 

@@ -36,11 +36,7 @@ def census_first_names(names_dir: Path = NAMES_DIR) -> frozenset[str]:
 def known_first_names(ssa_min_count: int, names_dir: Path = NAMES_DIR) -> frozenset[str]:
     """Census first names, plus SSA baby names given to at least `ssa_min_count` babies."""
     census = census_first_names(names_dir)
-    ssa = {
-        row["name"]
-        for row in _rows(names_dir / "ssa_first_names.tsv")
-        if int(row["count_male"]) + int(row["count_female"]) >= ssa_min_count
-    }
+    ssa = {name for name, babies in ssa_name_counts(names_dir).items() if babies >= ssa_min_count}
     return frozenset(census | ssa)
 
 
@@ -58,8 +54,14 @@ def popular_first_names(min_percent: float, names_dir: Path = NAMES_DIR) -> froz
 @lru_cache(maxsize=4)
 def ssa_name_counts(names_dir: Path = NAMES_DIR) -> dict[str, int]:
     """First name -> babies given it (SSA, 1880-2012, both sexes)."""
+    return {name: male + female for name, (male, female) in ssa_counts_by_sex(names_dir).items()}
+
+
+@lru_cache(maxsize=4)
+def ssa_counts_by_sex(names_dir: Path = NAMES_DIR) -> dict[str, tuple[int, int]]:
+    """First name -> (boys, girls) given it (SSA, 1880-2012)."""
     return {
-        row["name"]: int(row["count_male"]) + int(row["count_female"])
+        row["name"]: (int(row["count_male"]), int(row["count_female"]))
         for row in _rows(names_dir / "ssa_first_names.tsv")
     }
 
@@ -75,9 +77,8 @@ def female_shares(names_dir: Path = NAMES_DIR) -> dict[str, float]:
     """Share of women among the bearers of each first name: SSA counts where the SSA has the name, else
     the world lists' consensus."""
     shares = dict(world_first_names(names_dir))
-    for row in _rows(names_dir / "ssa_first_names.tsv"):
-        male, female = int(row["count_male"]), int(row["count_female"])
-        shares[row["name"]] = female / (male + female)
+    for name, (male, female) in ssa_counts_by_sex(names_dir).items():
+        shares[name] = female / (male + female)
     return shares
 
 

@@ -15,7 +15,7 @@ import orjson
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
-from knowref60k.extract.pipeline import CandidateExtractor
+from knowref60k.extract.pipeline import CandidateExtractor, ChunkResult
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from knowref60k.ingest.readers import LineChunk
 
@@ -38,6 +38,14 @@ def detokenize(tokenized: str) -> str:
     for pattern, replacement in _DETOKENIZE_RULES:
         text = pattern.sub(replacement, text)
     return text.strip()
+
+
+def extract_sentences(
+    source: str, sentences: Sequence[str], config: ExtractConfig, model_name: str
+) -> ChunkResult:
+    """The whole extraction on sentences given one per line: row `line_number` n comes from sentence n."""
+    data = "\n".join(sentence.replace("\n", " ") for sentence in sentences).encode() + b"\n"
+    return CandidateExtractor(config, model_name).process(source, "text", LineChunk(1, data))
 
 
 @dataclass(frozen=True)
@@ -137,9 +145,7 @@ class SubsetScore:
 
 def evaluate(items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str) -> dict[str, Any]:
     """Run the whole extraction on the items (one per line) and score recall on two subsets."""
-    extractor = CandidateExtractor(config, model_name)
-    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
-    result = extractor.process("knowref2019", "text", LineChunk(1, data))
+    result = extract_sentences("knowref2019", [item.sentence for item in items], config, model_name)
     rows = {row["line_number"]: row for row in result.rows}
     finder = ConnectiveFinder(ExtractConfig().connectives)
     scores = {name: SubsetScore() for name in SUBSETS}

@@ -16,12 +16,12 @@ from spacy.tokens import Doc
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import DATA_DIR
+from knowref60k.extract.evaluation import extract_sentences
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.persons import is_sentence_initial
-from knowref60k.extract.pipeline import STAGES, CandidateExtractor, StageClass
+from knowref60k.extract.pipeline import STAGES, StageClass
 from knowref60k.extract.records import NounPhrase, Target
 from knowref60k.extract.stages.antecedents import AntecedentFilter, looks_like_name
-from knowref60k.ingest.readers import LineChunk
 
 POOL_FIELDS = (
     "candidate_id",
@@ -112,8 +112,6 @@ REASONS = (
     "more_than_two_people",
     "pronoun_refers_to_neither",
 )
-# Errors on valid items: the extractor cut a name, or took something else for one of the two people.
-SPAN_ERRORS = ("broken_span", "wrong_person")
 
 
 @dataclass(frozen=True)
@@ -191,10 +189,13 @@ class GoldScore:
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def add(self, item: GoldItem, row: dict[str, Any] | None) -> None:
+        """One gold item, and the candidate extraction made of it, if any."""
         self.items += 1
         self.valid += item.label == "valid"
-        if row is None:
-            return
+        if row is not None:
+            self.add_candidate(item, row)
+
+    def add_candidate(self, item: GoldItem, row: dict[str, Any]) -> None:
         self.extracted += 1
         error = judge(item, row)
         if error is None:
@@ -227,9 +228,7 @@ def score_gold(
 ) -> dict[str, Any]:
     """Extraction on the gold sentences (one per line): precision and recall per part, and the yield of
     correct candidates per million comments of the source the pool came from."""
-    extractor = CandidateExtractor(config, model_name)
-    data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
-    result = extractor.process("gold", "text", LineChunk(1, data))
+    result = extract_sentences("gold", [item.sentence for item in items], config, model_name)
     rows = {row["line_number"]: row for row in result.rows}
     scores = {split: GoldScore() for split in ("all", *SPLITS)}
     for line, item in enumerate(items, start=1):
@@ -249,23 +248,19 @@ def score_candidates(
     """Candidates of a real run over the gold set's source file, judged by the gold set: how many are
     correct, the errors by reason, and how many the gold set has not judged (must be none)."""
     by_id = {item.candidate_id: item for item in items}
-    errors: collections.Counter[str] = collections.Counter()
-    correct = unjudged = 0
+    score = GoldScore()
+    unjudged = 0
     for row in rows:
         item = by_id.get(row["candidate_id"])
         if item is None:
             unjudged += 1
-            continue
-        error = judge(item, row)
-        correct += error is None
-        if error is not None:
-            errors[error] += 1
-    judged = len(rows) - unjudged
+        else:
+            score.add_candidate(item, row)
     return {
         "candidates": len(rows),
         "unjudged": unjudged,
-        "correct": correct,
-        "precision": round(correct / judged, 4) if judged else 0.0,
-        "valid_per_million_comments": round(correct * 1_000_000 / comments, 1),
-        "errors": dict(errors.most_common()),
+        "correct": score.correct,
+        "precision": round(score.precision, 4),
+        "valid_per_million_comments": round(score.correct * 1_000_000 / comments, 1),
+        "errors": dict(score.errors.most_common()),
     }
