@@ -35,6 +35,26 @@ ACCEPTED = [
         ("Hayato", "Arisa", "she"),
         id="non-US given names",
     ),
+    pytest.param(
+        "Lily married Jonathan last spring, so she moved to his town.",
+        ("Lily", "Jonathan", "she"),
+        id="given name the tagger reads as an adverb",
+    ),
+    pytest.param(
+        "Marcus wanted Brittany out so much that he kept starting fights.",
+        ("Marcus", "Brittany", "he"),
+        id="given name the tagger reads as a verb",
+    ),
+    pytest.param(
+        "Steph wants Danni out of the house, but she has not told anyone yet.",
+        ("Steph", "Danni", "she"),
+        id="non-US given name opening the sentence",
+    ),
+    pytest.param(
+        "Andrew is nowhere near as fast as Cam but his passing is much better.",
+        ("Andrew", "Cam", "his"),
+        id="given name that is also a common word",
+    ),
 ]
 
 
@@ -73,6 +93,11 @@ REJECTED = [
         "Okafor argued with Brennan for an hour, but Mary said she was late for the meeting.",
         "pronoun_agrees_with_neither",
         id="third person before the pronoun",
+    ),
+    pytest.param(
+        "Moses spoke to Aaron in the desert, but His voice was heard by everyone.",
+        "capitalised_pronoun",
+        id="reverential pronoun",
     ),
 ]
 

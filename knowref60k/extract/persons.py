@@ -32,7 +32,7 @@ STRONG_NAME_COUNT = 5_000
 # outweigh (the small model calls "Amanda" ORG more often than PERSON).
 COMMON_NAME_COUNT = 100_000
 PRIOR_EVIDENCE = 10
-PRIOR_RATIO = 2.0
+PRIOR_RATIO = 3.0
 # After these a name the model does not call a person is most often a place or a work ("in Numenor",
 # "on Thanedd", "at Arena").
 PLACE_PREPOSITIONS = frozenset({"in", "at", "into", "onto", "on", "near", "from", "inside"})
@@ -123,7 +123,10 @@ class PersonRule:
         if self.known_name(doc, name, popular=True):
             return True
         if "PERSON" in types:
-            # The model calls some plain words persons ("Arena"); "Vin Diesel" keeps its first name.
+            # The model calls some plain words persons ("Arena"); "Vin Diesel" keeps its first name, and a
+            # given name that is also a word ("Cam") counts where its capital is not due to position.
+            if self.lexicon.is_first_name(doc[given].text) and not is_sentence_initial(doc, given):
+                return True
             return not all(self.lexicon.is_common_word(doc[i].text) for i in range(given, phrase.end))
         if types and not self._unreliable_type(doc, name):
             return False

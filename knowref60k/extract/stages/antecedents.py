@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from spacy.tokens import Doc
 
 from knowref60k.core.config import TARGET_PRONOUNS
+from knowref60k.core.names import NameLexicon
 from knowref60k.core.stage import Stage
 from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.persons import QUOTES, PersonRule, is_sentence_initial, split_on_persons
@@ -25,6 +26,7 @@ NOUN_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", NAME_HYPHEN_TAG})
 PROPER_NOUN_TAGS = frozenset({"NNP", "NNPS", NAME_HYPHEN_TAG})
 PREPOSITION_TAG = "IN"
 RETAGGABLE_TAGS = frozenset({"NN", "NNS", "JJ", "FW", "UH"})
+NAME_MISREAD_TAGS = frozenset({"RB", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
 # Tagged NN, but adverbs of time: "called Michael yesterday" must not make "Michael yesterday" one phrase.
 TIME_ADVERBS = frozenset({"yesterday", "today", "tonight", "tomorrow"})
 POSSESSIVE_TAG = "POS"
@@ -86,19 +88,20 @@ def _noun_run_end(tags: Sequence[str], i: int, limit: int) -> int | None:
     return i if i > nouns_start else None
 
 
-def corrected_tags(doc: Doc, first_names: frozenset[str]) -> list[str]:
-    """PTB tags with capitalised words the tagger called common nouns or adjectives made proper nouns.
+def corrected_tags(doc: Doc, lexicon: NameLexicon) -> list[str]:
+    """PTB tags with capitalised words the tagger did not call proper nouns made proper nouns.
 
-    Taggers trained on edited text miss rare names in comments ("Nate/NN", "Damian/JJ"). Inside a
-    sentence a capitalised word is a name; at its start only a known first name is trusted. Hyphens
-    inside names and adverbs of time tagged as nouns are fixed too.
+    Taggers trained on edited text miss rare names in comments ("Nate/NN", "Damian/JJ"), and read names by
+    their endings ("Lily/RB", "Brittany/VB"). Inside a sentence a capitalised noun or adjective is a name;
+    at its start, where every word is capitalised, only a known given name; a capitalised adverb or verb
+    only when it is a given name that is no common word. Hyphens inside names and adverbs of time tagged
+    as nouns are fixed too.
     """
     tags = []
     for i, token in enumerate(doc):
         tag = token.tag_
-        if tag in RETAGGABLE_TAGS and looks_like_name(token.text):
-            if not is_sentence_initial(doc, i) or token.text in first_names:
-                tag = "NNP"
+        if looks_like_name(token.text) and _misread_name(doc, i, lexicon):
+            tag = "NNP"
         elif token.text == "-" and _joins_names(doc, i):
             tag = NAME_HYPHEN_TAG
         elif token.lower_ in TIME_ADVERBS:
@@ -107,6 +110,16 @@ def corrected_tags(doc: Doc, first_names: frozenset[str]) -> list[str]:
     for opening, closing in _quoted_nicknames(doc):
         tags[opening : closing + 1] = [NAME_HYPHEN_TAG, *(["NNP"] * (closing - opening - 1)), NAME_HYPHEN_TAG]
     return tags
+
+
+def _misread_name(doc: Doc, i: int, lexicon: NameLexicon) -> bool:
+    text, tag = doc[i].text, doc[i].tag_
+    given_name = lexicon.is_first_name(text) or lexicon.is_world_name(text)
+    if tag in RETAGGABLE_TAGS:
+        if not is_sentence_initial(doc, i) or lexicon.is_first_name(text):
+            return True
+        return given_name and not lexicon.is_common_word(text)
+    return tag in NAME_MISREAD_TAGS and given_name and not lexicon.is_common_word(text)
 
 
 def _quoted_nicknames(doc: Doc, longest: int = 4) -> Iterator[tuple[int, int]]:
@@ -222,7 +235,7 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
 
     def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | str:
         """The minimal noun phrases before the connective if they can still hold two persons, else why not."""
-        tags = corrected_tags(doc, self.lexicon.first_names)
+        tags = corrected_tags(doc, self.lexicon)
         groups = noun_phrase_groups([token.lower_ for token in doc], tags, target.connective.start)
         phrases = [representative(doc, tags, group) for group in groups]
         named = sum(phrase.has_name for phrase in phrases)
@@ -246,6 +259,10 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         """The two person phrases if they are the only names before the connective (another name may be a
         person the rules missed, or tell the pronoun's referent), distinct, and their repeated names
         unambiguous; else the reason."""
+        pronoun = doc[target.pronoun]
+        if pronoun.text[0].isupper() and not is_sentence_initial(doc, target.pronoun):
+            # "Him", "His" inside a sentence: a reverential pronoun, most often for God, not a named person.
+            return "capitalised_pronoun"
         persons = [phrase for phrase in phrases if phrase.has_name and self.persons.is_person(doc, phrase)]
         if len(persons) != 2:
             return "fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons"
