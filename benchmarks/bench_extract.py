@@ -44,9 +44,11 @@ from knowref60k.ingest.slicing import write_line_range
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
-TARGET_SECONDS = 60.0
-TARGET_RATE = 16_600
+# Issue 14: the 1M sample within about 4x of the one-core read floor, and under 1 GB apart from the window.
+TARGET_SECONDS = 15.0
+TARGET_RATE = 66_000
 TARGET_PEAK_BYTES = 1.5 * 1024**3
+TARGET_PEAK_WITHOUT_WINDOW_BYTES = 1024**3
 MIB = 1024**2
 console = make_console()
 
@@ -344,13 +346,19 @@ def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list
     memory grows with the decompressed size until then; flatness is judged on the rest."""
     own_small = small.peak_rss_bytes - small_base.peak_rss_bytes
     own_full = full.peak_rss_bytes - base.peak_rss_bytes
+    without_window = full.peak_rss_bytes - (base.peak_rss_bytes - small_base.peak_rss_bytes)
     return [
-        ("whole file in <= 60 s", full.seconds <= TARGET_SECONDS, f"{full.seconds:.1f} s"),
-        ("rate >= 16.6k comments/s", full.rate >= TARGET_RATE, f"{full.rate:,.0f}/s"),
+        (f"whole file in <= {TARGET_SECONDS:.0f} s", full.seconds <= TARGET_SECONDS, f"{full.seconds:.1f} s"),
+        (f"rate >= {TARGET_RATE / 1000:.0f}k comments/s", full.rate >= TARGET_RATE, f"{full.rate:,.0f}/s"),
         (
             "peak memory < 1.5 GB",
             full.peak_rss_bytes < TARGET_PEAK_BYTES,
             f"{full.peak_rss_bytes / MIB:,.0f} MiB",
+        ),
+        (
+            "peak memory apart from the zstd window < 1 GB",
+            without_window < TARGET_PEAK_WITHOUT_WINDOW_BYTES,
+            f"{without_window / MIB:,.0f} MiB",
         ),
         (
             "memory flat without the zstd window: 1M within 10% of 100k",

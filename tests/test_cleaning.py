@@ -26,6 +26,12 @@ def test_paragraphs_split_on_blank_lines_and_whitespace_is_collapsed() -> None:
     assert clean_text("One  line\nwraps here.\n\n\nSecond   one.") == ["One line wraps here.", "Second one."]
 
 
+def test_every_kind_of_whitespace_collapses_to_one_space() -> None:
+    # Control separators and Unicode spaces that NFKC keeps (line and paragraph separators) count too.
+    body = "One\t\x1c\x1dtwo\u2028three\u2029 four\x0b\x0cfive\r\n"
+    assert clean_text(body) == ["One two three four five"]
+
+
 def test_curly_quotes_become_plain_instead_of_being_deleted() -> None:
     assert (
         normalise_unicode("Dan\u2019s \u201cbest\u201d friend \u2013 Zo\u00eb")

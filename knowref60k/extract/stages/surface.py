@@ -12,7 +12,7 @@ check on real data that the candidates are the same with the pre-filter on and o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from knowref60k.core.stage import Stage
 from knowref60k.extract.context import ExtractContext
@@ -20,13 +20,6 @@ from knowref60k.extract.records import Paragraph
 
 # A run of letters: a name token starts one (digits are forbidden in a sentence anyway).
 _LETTERS = re.compile(r"[^\W\d_]+")
-
-
-def _last(matches: Iterator[re.Match[str]]) -> re.Match[str] | None:
-    last = None
-    for last in matches:  # noqa: B007
-        pass
-    return last
 
 
 def connective_pattern(connectives: Iterable[str]) -> re.Pattern[str]:
@@ -59,18 +52,22 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         return None if any(self._may_hold_a_candidate(text) for text in stretches) else "no_possible_sentence"
 
     def _may_hold_a_candidate(self, text: str) -> bool:
+        """Two capitalised words, then a connective, then a target pronoun, in this order. Each is searched
+        for from where the one before it ends, so the first of each that can work is found once."""
         if text.count(" ") < self.min_spaces:
             return False
-        pronoun = _last(self.pronouns.finditer(text))
-        if pronoun is None:
+        names_end = self._second_capitalised_word_end(text)
+        if names_end is None:
             return False
-        connective = _last(self.connectives.finditer(text, 0, pronoun.start()))
-        if connective is None:
-            return False
+        connective = self.connectives.search(text, names_end)
+        return connective is not None and self.pronouns.search(text, connective.end()) is not None
+
+    @staticmethod
+    def _second_capitalised_word_end(text: str) -> int | None:
         capitalised = 0
-        for match in _LETTERS.finditer(text, 0, connective.start()):
+        for match in _LETTERS.finditer(text):
             word = match.group()
             capitalised += len(word) > 1 and word[0].isupper()
-            if capitalised >= 2:
-                return True
-        return False
+            if capitalised == 2:
+                return match.end()
+        return None
