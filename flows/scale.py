@@ -13,6 +13,7 @@ to the same flow; the tasks take file paths and return counts, so nothing else c
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,19 +22,25 @@ from prefect import flow, task
 from prefect_dask import DaskTaskRunner
 
 from flows.common import RETRIES
-from knowref60k.core.config import load_config
+from knowref60k.core.config import ExtractConfig, load_config
 from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.stats import merge_stats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.slicing import split_dump
 
 
+@functools.cache
+def worker_extractor(settings: ExtractConfig) -> Extractor:
+    """One extractor per Dask worker process, kept for every shard the worker runs: the model loads once
+    per worker, not once per shard. It lives as long as the worker process."""
+    return Extractor(settings, workers=1)
+
+
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="extract shard {shard}")
 def extract_shard(shard: str, out_dir: str, config_path: str | None) -> dict[str, Any]:
     """One shard on one Dask worker, in its own process (the worker is the unit of parallelism)."""
-    settings = load_config(Path(config_path) if config_path else None)
-    with Extractor(settings, workers=1) as extractor:
-        report = extractor.extract_file(Path(shard), Path(out_dir))
+    extractor = worker_extractor(load_config(Path(config_path) if config_path else None))
+    report = extractor.extract_file(Path(shard), Path(out_dir))
     return {
         "shard": shard,
         "candidates": report.rows,

@@ -1,4 +1,5 @@
-"""Faults: a killed extraction, and a Label Studio that goes down in the middle of a push."""
+"""Faults and hostile input, each test named after the failure it proves handled: a killed extraction, a
+Label Studio that goes down in the middle of a push, lines that used to abort a whole file."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 import threading
 from pathlib import Path
 
+import orjson
+import pyarrow.parquet as pq
 import pytest
 
 from annotation.client import LabelStudioClient
@@ -21,6 +24,7 @@ from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
 from tests.conftest import REPO, shared_file, wait_for
 from tests.test_annotation import item
+from tests.test_extract import GOOD
 
 
 def dump_with_bad_lines(path: Path, lines: int, every: int) -> int:
@@ -121,3 +125,67 @@ def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(own_
     assert report.pushed == len(items) - before
     ids = [task["data"]["item_id"] for task in exported]
     assert len(ids) == len(set(ids)) == len(items)
+
+
+def ndjson_line(body: str, created_utc: object, comment_id: str) -> bytes:
+    return orjson.dumps({"id": comment_id, "author": "u", "body": body, "created_utc": created_utc})
+
+
+@pytest.mark.integration
+def test_created_utc_out_of_range_is_quarantined_not_fatal(tmp_path: Path) -> None:
+    lines = [
+        b'{"id": "inf", "body": "x", "created_utc": "inf"}',
+        ndjson_line(GOOD, 1e20, "huge"),
+        ndjson_line(GOOD, 2**63, "over"),
+        ndjson_line(GOOD, "nan", "nan"),
+        ndjson_line(GOOD, 1_500_000_000, "fine"),
+    ]
+    source = tmp_path / "RC_times.ndjson"
+    source.write_bytes(b"\n".join(lines) + b"\n")
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        report = extractor.extract_file(source, tmp_path / "out")
+    quarantined = [orjson.loads(line) for line in report.quarantine_path.read_bytes().splitlines()]
+    assert [(q["line_number"], q["reason"]) for q in quarantined] == [
+        (n, "bad_created_utc") for n in (1, 2, 3, 4)
+    ]
+    rows = pq.read_table(report.rows_path).to_pylist()
+    assert [(row["comment_id"], row["created_utc"]) for row in rows] == [("fine", 1_500_000_000)]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("input_format", ["ndjson", "text"])
+def test_body_longer_than_spacy_max_length_is_read_in_pieces(tmp_path: Path, input_format: str) -> None:
+    filler = "This sentence is only here to make the comment very long indeed. " * 16_000
+    body = f"{filler}{GOOD} {filler}"
+    assert len(body) > 2_000_000
+    source = tmp_path / f"RC_long.{'ndjson' if input_format == 'ndjson' else 'txt'}"
+    source.write_bytes(
+        ndjson_line(body, 1, "long") + b"\n" if input_format == "ndjson" else body.encode() + b"\n"
+    )
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        report = extractor.extract_file(source, tmp_path / "out", input_format)
+    assert report.stats.quarantined == 0
+    rows = pq.read_table(report.rows_path).to_pylist()
+    assert [row["sentence"] for row in rows] == [GOOD]
+
+
+@pytest.mark.integration
+def test_utf8_byte_order_mark_does_not_quarantine_the_first_record(tmp_path: Path) -> None:
+    source = tmp_path / "RC_bom.ndjson"
+    source.write_bytes(
+        b"\xef\xbb\xbf" + ndjson_line(GOOD, 1, "first") + b"\n" + ndjson_line("fine", 2, "x") + b"\n"
+    )
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        report = extractor.extract_file(source, tmp_path / "out")
+    assert report.stats.quarantined == 0
+    assert [row["comment_id"] for row in pq.read_table(report.rows_path).to_pylist()] == ["first"]
+
+
+@pytest.mark.integration
+def test_nul_and_del_characters_never_reach_a_candidate(tmp_path: Path) -> None:
+    body = GOOD.replace("portrait", "port\x00rait").replace("every", "ev\x7fery\x1b")
+    source = tmp_path / "RC_control.ndjson"
+    source.write_bytes(ndjson_line(body, 1, "ctl") + b"\n")
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        report = extractor.extract_file(source, tmp_path / "out")
+    assert [row["sentence"] for row in pq.read_table(report.rows_path).to_pylist()] == [GOOD]

@@ -21,6 +21,8 @@ _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _EMPHASIS = re.compile(r"(\*{1,3}|~~|__)(?=\S)(.+?)(?<=\S)\1")
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.M)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+# C0 and C1 control characters and DEL, except those that are whitespace (tab, newlines, separators).
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 _BOT_SUFFIX = re.compile(r"(?:Bot|BOT|[_-][Bb]ot)$")
 
 # Typographic characters are mapped to their plain forms rather than deleted, so words stay intact.
@@ -62,7 +64,10 @@ def is_bot(author: str | None, bot_names: frozenset[str]) -> bool:
 
 
 def normalise_unicode(text: str) -> str:
-    """Curly quotes, dashes and compatibility forms to plain ones; invisible characters removed."""
+    """Curly quotes, dashes and compatibility forms to plain ones; invisible and control characters
+    (NUL, DEL, ...; whitespace aside) removed."""
+    if _CONTROL.search(text):
+        text = _CONTROL.sub("", text)
     if text.isascii():
         return text
     return unicodedata.normalize("NFKC", text.translate(_PLAIN_FORMS))

@@ -24,6 +24,9 @@ from knowref60k.core.stats import StageStats
 ZSTD_MAX_WINDOW = 2**31
 READ_SIZE = 4 * 1024 * 1024
 INPUT_FORMATS = ("auto", "ndjson", "text")
+# What the candidates' `created_utc` column (int64) can hold.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UTF8_BOM = b"\xef\xbb\xbf"
 _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
@@ -188,6 +191,9 @@ def iter_lines(chunk: LineChunk) -> Iterator[tuple[int, bytes]]:
     lines = chunk.data.split(b"\n")
     if chunk.data.endswith(b"\n"):
         lines.pop()
+    if chunk.first_line == 1 and lines and lines[0].startswith(UTF8_BOM):
+        # Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the first record.
+        lines[0] = lines[0][len(UTF8_BOM) :]
     for offset, line in enumerate(lines):
         yield chunk.first_line + offset, line.rstrip(b"\r")
 
@@ -258,14 +264,14 @@ def _as_text(value: object) -> str | None:
 
 
 def _as_int(value: object) -> int | bool | None:
-    """Older dumps store `created_utc` as a string. Returns False when the value is not a number."""
+    """Older dumps store `created_utc` as a string. Returns False when the value is not a number, or not
+    one a 64-bit integer column can hold ("inf", 1e20)."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         return False
-    if isinstance(value, int):
-        return value
     try:
-        return int(float(str(value)))
-    except ValueError:
+        number = value if isinstance(value, int) else int(float(str(value)))
+    except (ValueError, OverflowError):
         return False
+    return number if INT64_MIN <= number <= INT64_MAX else False
