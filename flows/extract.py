@@ -15,7 +15,7 @@ from flows.common import RETRIES
 from knowref60k.core.config import load_config
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import merge_stats
-from knowref60k.extract.extractor import Extractor
+from knowref60k.extract.extractor import Extractor, check_distinct_outputs
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="extract {path}")
@@ -49,6 +49,7 @@ def extract_flow(
     input_format: str = "auto",
 ) -> dict[str, Any]:
     """Extract every input file in turn (each task already uses all worker processes)."""
+    check_distinct_outputs([Path(path) for path in inputs])
     reports = [extract_file(path, out_dir, config_path, workers, input_format) for path in inputs]
     funnel = merge_stats(Path(report["stats_path"]) for report in reports)
     funnel_path = Path(out_dir) / "funnel.json"

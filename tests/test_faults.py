@@ -189,3 +189,63 @@ def test_nul_and_del_characters_never_reach_a_candidate(tmp_path: Path) -> None:
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(source, tmp_path / "out")
     assert [row["sentence"] for row in pq.read_table(report.rows_path).to_pylist()] == [GOOD]
+
+
+def test_two_inputs_with_the_same_file_name_are_refused_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli.app import app
+
+    inputs = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        inputs.append(tmp_path / folder / "RC_same.ndjson")
+        inputs[-1].write_bytes(ndjson_line(GOOD, 1, folder) + b"\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["extract", *map(str, inputs), "--out", str(out), "--workers", "1"])
+    assert result.exit_code == 2, result.output
+    assert "same output files" in result.output and "RC_same.*" in result.output
+    assert "Traceback" not in result.output and not out.exists()
+
+
+@pytest.mark.parametrize("name", ["RC_empty.zst", "RC_empty.ndjson.gz", "RC_empty.bz2", "RC_empty.xz"])
+def test_zero_byte_compressed_dump_is_an_error_not_an_empty_dump(tmp_path: Path, name: str) -> None:
+    empty = tmp_path / name
+    empty.touch()
+    with (
+        pytest.raises(UserError, match="compressed file is empty"),
+        Extractor(ExtractConfig(), workers=1) as extractor,
+    ):
+        extractor.extract_file(empty, tmp_path / "out")
+
+
+def test_prepare_quarantines_candidates_whose_spans_do_not_fit_the_sentence(tmp_path: Path) -> None:
+    from knowref60k.core.config import PrepareConfig
+    from knowref60k.prepare.preparer import Preparer
+    from tests.test_prepare import candidates_file, handmade
+
+    sentence = "Paul met Mary on the first day, but she left early."
+    good = handmade(sentence, "Paul", "Mary", "she", "female", "good")
+    broken = {
+        "past_the_end": ({"antecedent1_start": 60, "antecedent1_end": 64}, "span_outside_sentence"),
+        "start_after_end": ({"antecedent1_start": 4, "antecedent1_end": 0}, "span_outside_sentence"),
+        "negative": ({"antecedent2_start": -3}, "span_outside_sentence"),
+        "pronoun_at_900": ({"pronoun_start": 900, "pronoun_end": 903}, "span_outside_sentence"),
+        "overlap": (
+            {"antecedent2": "Paul", "antecedent2_start": 0, "antecedent2_end": 4},
+            "spans_out_of_order",
+        ),
+        "text_differs": ({"antecedent1": "Pete"}, "span_text_mismatch"),
+        "other_gender": ({"pronoun_gender": "other"}, "pronoun_gender_mismatch"),
+    }
+    rows = [good, *({**good, **change, "candidate_id": name} for name, (change, _) in broken.items())]
+    source = candidates_file(tmp_path / "c" / "RC_bad.candidates.parquet", rows)
+    with Preparer(PrepareConfig(), tmp_path / "index.sqlite") as preparer:
+        report = preparer.prepare_file(source, tmp_path / "items")
+    assert report.rows == 1 and report.stats.quarantined == len(broken)
+    assert report.quarantine_path is not None
+    quarantined = [orjson.loads(line) for line in report.quarantine_path.read_bytes().splitlines()]
+    assert [(orjson.loads(q["raw"])["candidate_id"], q["reason"]) for q in quarantined] == [
+        (name, reason) for name, (_, reason) in broken.items()
+    ]
+    assert [q["line_number"] for q in quarantined] == list(range(2, 2 + len(broken)))

@@ -210,10 +210,14 @@ def test_exact_and_near_duplicates_are_kept_once_across_runs(tmp_path: Path) -> 
 
 
 def candidates_file(path: Path, rows: list[dict[str, Any]]) -> Path:
-    extra = {"line_number": 1, "link_id": "t3_a", "subreddit": "s", "created_utc": 0}
-    extra |= {"connective": ",", "connective_start": 0, "connective_end": 1}
+    """The rows as a candidates file; the connective is the sentence's first comma."""
+    extra = {"line_number": 1, "link_id": "t3_a", "subreddit": "s", "created_utc": 0, "connective": ","}
+    full = []
+    for row in rows:
+        comma = row["sentence"].index(",")
+        full.append({**extra, "connective_start": comma, "connective_end": comma + 1, **row})
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([{**extra, **row} for row in rows], schema=CANDIDATE_SCHEMA), path)
+    pq.write_table(pa.Table.from_pylist(full, schema=CANDIDATE_SCHEMA), path)
     return path
 
 

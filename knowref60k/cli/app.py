@@ -83,9 +83,10 @@ def extract(
 ) -> None:
     """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
     from knowref60k.core.stats import merge_stats
-    from knowref60k.extract.extractor import Extractor
+    from knowref60k.extract.extractor import Extractor, check_distinct_outputs
 
     try:
+        check_distinct_outputs(inputs)
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )

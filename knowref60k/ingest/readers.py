@@ -131,6 +131,8 @@ def check_input(path: Path) -> None:
         raise UserError(f"input file not found: {path}")
     if not path.is_file():
         raise UserError(f"input is not a file: {path}")
+    if compression_of(path) and path.stat().st_size == 0:
+        raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump: a failed download?")
 
 
 @contextmanager

@@ -15,19 +15,20 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, read_rows
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun
-from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, stage_modules
+from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.perturb import Perturb
+from knowref60k.prepare.stages.validate import Validate
 
 log = logging.getLogger(__name__)
 
 CANDIDATES_SUFFIX = ".candidates.parquet"
 
-STAGES: tuple[type[Stage[Any, Any]], ...] = (Deduplicate, Perturb)
+STAGES: tuple[type[Stage[Any, Any]], ...] = (Validate, Deduplicate, Perturb)
 
 
 def prepare_stats() -> PipelineStats:
@@ -69,6 +70,7 @@ class Preparer:
             out_dir / f"{stem}.prepare.json",
             self.fingerprint,
             "items",
+            out_dir / f"{stem}.invalid-candidates.jsonl",
         )
 
     def prepare_file(self, candidates_path: Path, out_dir: Path) -> FileReport:
@@ -85,6 +87,7 @@ class Preparer:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
                 for item in chain(stages, read_candidates(candidates_path)):
                     sink.write([item])
+                sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
             self.index.commit()
         except BaseException:
