@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,13 @@ def is_transient(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> 
 
 # The retry policy of every per-file task.
 RETRIES: dict[str, Any] = {"retries": 2, "retry_condition_fn": is_transient}
+
+
+def worker_count(text: str) -> int:
+    """argparse type of --workers: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 def missing_inputs(console: Console, paths: Iterable[str], what: str = "input file(s)") -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from prefect import flow
 
 from annotation.settings import load_settings
-from flows.common import missing_inputs
+from flows.common import missing_inputs, worker_count
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("inputs", nargs="+", help="dump files")
     parser.add_argument("--out", required=True, help="output folder")
     parser.add_argument("--config", default=None, help="TOML config file")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=worker_count, default=2)
     parser.add_argument("--input-format", default="auto", choices=["auto", "ndjson", "text"])
     parser.add_argument(
         "--label-studio", action="store_true", help="then push the items into a local Label Studio it starts"

@@ -21,7 +21,7 @@ from typing import Any
 from prefect import flow, task
 from prefect_dask import DaskTaskRunner
 
-from flows.common import RETRIES
+from flows.common import RETRIES, worker_count
 from knowref60k.core.config import ExtractConfig, load_config
 from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.stats import merge_stats
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dump")
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--out", default="output/scale")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=worker_count, default=2)
     parser.add_argument("--address", default=None, help="existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
     parser.add_argument("--config", default=None)
     args = parser.parse_args(argv)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
@@ -249,3 +250,71 @@ def test_prepare_quarantines_candidates_whose_spans_do_not_fit_the_sentence(tmp_
         (name, reason) for name, (_, reason) in broken.items()
     ]
     assert [q["line_number"] for q in quarantined] == list(range(2, 2 + len(broken)))
+
+
+def cli(*args: str) -> Any:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli.app import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def one_comment(tmp_path: Path) -> Path:
+    source = tmp_path / "RC_one.ndjson"
+    source.write_bytes(ndjson_line(GOOD, 1, "one") + b"\n")
+    return source
+
+
+def test_cli_reads_the_model_from_the_config_file_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "k.toml"
+    config.write_text('[extract]\nmodel = "nope_from_file_sm"\n')
+    source = one_comment(tmp_path)
+    result = cli("extract", str(source), "--out", str(tmp_path / "o"), "--config", str(config))
+    assert result.exit_code == 2 and "'nope_from_file_sm' is not installed" in result.output
+    monkeypatch.setenv("KNOWREF60K_SPACY_MODEL", "nope_from_env_sm")
+    result = cli("extract", str(source), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2 and "'nope_from_env_sm' is not installed" in result.output
+
+
+@pytest.mark.integration
+def test_cli_reads_extract_and_prepare_settings_from_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "k.toml"
+    config.write_text('[extract]\nmax_connectives = 2\nperson_detection = "names"\n\n[prepare]\nseed = 7\n')
+    source = one_comment(tmp_path)
+    out = tmp_path / "o"
+    result = cli("extract", str(source), "--out", str(out), "--config", str(config), "--workers", "1")
+    assert result.exit_code == 0, result.output
+    stats = orjson.loads((out / "RC_one.stats.json").read_bytes())
+    assert (stats["config"]["max_connectives"], stats["config"]["person_detection"]) == (2, "names")
+    items = tmp_path / "items"
+    candidates = str(out / "RC_one.candidates.parquet")
+    result = cli("prepare", candidates, "--out", str(items), "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert orjson.loads((items / "RC_one.prepare.json").read_bytes())["config"]["seed"] == 7
+
+
+def test_wrong_typed_settings_are_one_clear_line_each(tmp_path: Path) -> None:
+    config = tmp_path / "k.toml"
+    config.write_text(
+        '[extract]\nmax_connectives = "two"\nperson_detection = 1\nmodel = 5\n'
+        'min_spaces = "3"\nconnectives = 5\n'
+    )
+    result = cli("extract", str(one_comment(tmp_path)), "--out", str(tmp_path / "o"), "--config", str(config))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    for line in (
+        "max_connectives must be a whole number, not 'two'",
+        "person_detection must be a string, not 1",
+        "model must be a string, not 5",
+        "min_spaces must be a whole number, not '3'",
+        "connectives must be a list of strings, not 5",
+    ):
+        assert line in result.output
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_fewer_than_one_worker_is_refused(tmp_path: Path, workers: str) -> None:
+    result = cli("extract", str(one_comment(tmp_path)), "--out", str(tmp_path / "o"), "--workers", workers)
+    assert result.exit_code == 2 and "Invalid value for '--workers'" in result.output

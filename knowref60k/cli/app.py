@@ -76,7 +76,7 @@ def extract(
     out: Annotated[Path, typer.Option("--out", help="Folder for candidates, stats and quarantine files.")],
     config: ConfigOption = None,
     model: ModelOption = None,
-    workers: Annotated[int, typer.Option(help="Worker processes for the spaCy work.")] = 2,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes for the spaCy work.")] = 2,
     input_format: Annotated[str, typer.Option(help="auto, ndjson or text (one document per line).")] = "auto",
     max_connectives: Annotated[int | None, typer.Option(help="Connectives allowed after collapsing.")] = None,
     person_detection: Annotated[str | None, typer.Option(help="ner, names or both.")] = None,
@@ -382,7 +382,7 @@ def overlap_index(
     ],
     index: IndexOption,
     model: ModelOption = None,
-    workers: Annotated[int, typer.Option(help="Worker processes for cleaning and splitting.")] = 2,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes for cleaning and splitting.")] = 2,
     input_format: Annotated[str, typer.Option(help="auto, ndjson or text (one document per line).")] = "auto",
 ) -> None:
     """Index every sentence of the corpus files; an interrupted run resumes, finished files are skipped."""

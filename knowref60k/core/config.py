@@ -145,7 +145,7 @@ def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
     values = _read_toml(path, "extract") if path is not None else {}
     if os.environ.get(MODEL_ENV_VAR):
         values["model"] = os.environ[MODEL_ENV_VAR]
-    values = _checked(ExtractConfig, path, {**values, **overrides})
+    values = _checked(ExtractConfig, path, {**values, **_given(overrides)})
     for key in ("connectives", "blocking_pronouns"):
         if key in values:
             values[key] = tuple(str(item).lower() for item in values[key])
@@ -155,17 +155,46 @@ def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
 def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
     """Defaults, then the TOML file's `[prepare]` table, then explicit overrides."""
     values = _read_toml(path, "prepare") if path is not None else {}
-    return PrepareConfig(**_checked(PrepareConfig, path, {**values, **overrides}))
+    return PrepareConfig(**_checked(PrepareConfig, path, {**values, **_given(overrides)}))
+
+
+def _given(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The overrides actually given: an option left unset (None) must not hide the file's value."""
+    return {key: value for key, value in overrides.items() if value is not None}
 
 
 def _checked(kind: type, path: Path | None, values: dict[str, Any]) -> dict[str, Any]:
-    values = {key: value for key, value in values.items() if value is not None}
-    known = [f.name for f in dataclasses.fields(kind)]
-    unknown = sorted(set(values) - set(known))
+    """The settings, once every name is known and every value has its setting's type; else one
+    UserError with one line per problem."""
+    defaults = {f.name: f.default for f in dataclasses.fields(kind)}
+    where = f" in {path}" if path else ""
+    unknown = sorted(set(values) - set(defaults))
     if unknown:
-        where = f" in {path}" if path else ""
-        raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(known)}")
-    return values
+        raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(defaults)}")
+    problems = [
+        problem
+        for name, value in values.items()
+        if value is not None and (problem := _type_problem(name, value, defaults[name]))
+    ]
+    if problems:
+        raise UserError(f"invalid setting(s){where}:\n" + "\n".join(f"  {problem}" for problem in problems))
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def _type_problem(name: str, value: Any, default: Any) -> str | None:
+    """What is wrong with a value, judged by the type of the setting's default (None: a string)."""
+    if isinstance(default, bool):
+        ok, expected = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, expected = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+    elif isinstance(default, float):
+        ok, expected = isinstance(value, int | float) and not isinstance(value, bool), "a number"
+    elif isinstance(default, tuple):
+        ok = isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
+        expected = "a list of strings"
+    else:
+        ok, expected = isinstance(value, str), "a string"
+    return None if ok else f"{name} must be {expected}, not {value!r}"
 
 
 def _read_toml(path: Path, section: str) -> dict[str, Any]:

@@ -132,7 +132,7 @@ def check_input(path: Path) -> None:
     if not path.is_file():
         raise UserError(f"input is not a file: {path}")
     if compression_of(path) and path.stat().st_size == 0:
-        raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump: a failed download?")
+        raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump")
 
 
 @contextmanager
