@@ -11,7 +11,9 @@ from annotation.settings import STATE_DIR, load_settings
 from annotation.tasks import ORDER_SEED, simulated_truth
 from knowref60k.core.errors import UserError
 
-annotate_app = typer.Typer(help="Five-way labelling in Label Studio.", no_args_is_help=True)
+annotate_app = typer.Typer(
+    help="Five-way labelling in Label Studio.", no_args_is_help=True, rich_markup_mode=None
+)
 SeedOption = Annotated[int, typer.Option(help="Seed of the answer order shown per item.")]
 
 

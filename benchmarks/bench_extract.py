@@ -217,7 +217,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "output" / "bench")
     args = parser.parse_args()
     if not args.input.is_file():
-        console.print(f"[red]benchmark input missing:[/] {args.input} (expected ../shared beside the repo)")
+        console.print(
+            f"benchmark input missing: {args.input} (expected ../shared beside the repo)", style="red"
+        )
         return 2
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -318,7 +320,7 @@ def main() -> int:
         missed += not met
     console.print(f"Results in {(args.out / 'bench.json').resolve()}")
     if missed:
-        console.print(f"[red]{missed} target(s) missed[/]")
+        console.print(f"{missed} target(s) missed", style="red")
     return 1 if missed else 0
 
 

@@ -78,7 +78,7 @@ def main() -> int:
     args = parser.parse_args()
     for needed in (args.input, BENCHMARKS):
         if not needed.exists():
-            console.print(f"[red]missing {needed}[/] (expected ../shared beside the repository)")
+            console.print(f"missing {needed} (expected ../shared beside the repository)", style="red")
             return 2
     model_name = resolve_model_name(None)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -63,10 +63,10 @@ def measure(candidates: Path, work: Path) -> dict[str, object]:
 def main() -> int:
     sample = BENCH / "candidates" / "RC_sample_1M.candidates.parquet"
     if not sample.is_file():
-        console.print(f"[red]missing {sample}[/]: run benchmarks/bench_extract.py (make bench) first")
+        console.print(f"missing {sample}: run benchmarks/bench_extract.py (make bench) first", style="red")
         return 2
     if not KNOWREF.is_file():
-        console.print(f"[red]missing {KNOWREF}[/] (expected ../shared beside the repo)")
+        console.print(f"missing {KNOWREF} (expected ../shared beside the repo)", style="red")
         return 2
     results = []
     with tempfile.TemporaryDirectory() as scratch:

@@ -27,7 +27,7 @@ console = make_console()
 
 def main() -> int:
     if not DUMP.is_file():
-        console.print(f"[red]missing {DUMP}[/]")
+        console.print(f"missing {DUMP}", style="red")
         return 2
     start_prefect_server()
     os.environ["PREFECT_API_URL"] = API

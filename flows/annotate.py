@@ -17,7 +17,7 @@ from annotation.client import LabelStudioClient, read_items
 from annotation.settings import Settings, load_settings
 from annotation.tasks import ORDER_SEED
 from flows.common import RETRIES
-from knowref60k.core.console import make_console
+from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{report['votes']:,} votes ({report['new_votes']:,} new) -> {report['votes_path']}"
             )
     except UserError as error:
-        console.print(f"[bold red]error:[/] {error}")
+        print_error(console, error)
         return 2
     return 0
 

@@ -12,6 +12,7 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
 from rich.console import Console
 
+from knowref60k.core.console import print_error
 from knowref60k.core.errors import ServiceUnavailable, UserError
 
 
@@ -37,5 +38,5 @@ def missing_inputs(console: Console, paths: Iterable[str], what: str = "input fi
     """Print one clear line and return True when any of the files does not exist."""
     missing = [path for path in paths if not Path(path).is_file()]
     if missing:
-        console.print(f"[bold red]error:[/] {what} not found: {', '.join(missing)}")
+        print_error(console, f"{what} not found: {', '.join(missing)}")
     return bool(missing)

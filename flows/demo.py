@@ -22,7 +22,7 @@ from flows.common import missing_inputs
 from flows.labelling import push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
 from flows.release import cut_release
-from knowref60k.core.console import make_console, render_funnel
+from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = demo_flow(args.dumps, args.out, args.annotators, args.accuracy)
     except UserError as error:
-        console.print(f"[bold red]error:[/] {error}")
+        print_error(console, error)
         return 2
     funnel = PipelineStats.from_dict(result["pipeline"]["extract"]["stats"])
     funnel.merge(PipelineStats.from_dict(result["pipeline"]["prepare"]["stats"]))
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Agreement: items {agreement['items']}, Fleiss' kappa {agreement['fleiss_kappa']}, "
             f"neither votes {agreement['neither_share']:.1%}, labels {agreement['label_balance']}"
         )
-    console.print(f"[bold]Release (SIMULATED votes): {release}[/] {sizes}")
+    console.print(f"Release (SIMULATED votes): {release} {sizes}", style="bold")
     if sum(sizes.values()) == 0:
         console.print(
             "The original 2005/2006 dumps hold no sentence with two named people before a connective, so "

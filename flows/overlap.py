@@ -17,7 +17,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 
 from flows.common import RETRIES
-from knowref60k.core.console import make_console
+from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.extract.nlp import resolve_model_name
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = overlap_flow(args.corpus, args.index, args.benchmarks_out)
     except UserError as error:
-        console.print(f"[bold red]error:[/] {error}")
+        print_error(console, error)
         return 2
     for report in result["files"]:
         console.print(f"{report['source']}: {report['indexed']:,} sentences indexed")

@@ -20,7 +20,7 @@ from flows.common import missing_inputs, worker_count
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
-from knowref60k.core.console import make_console, render_funnel
+from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.stats import PipelineStats
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
     except UserError as error:
-        console.print(f"[bold red]error:[/] {error}")
+        print_error(console, error)
         return 2
     for extracted, prepared in zip(result["extract"]["files"], result["prepare"]["files"], strict=True):
         state = "skipped (already done)" if extracted["skipped"] else "extracted"
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             annotation_flow([f["items_path"] for f in result["prepare"]["files"]], args.annotators)
         except UserError as error:
-            console.print(f"[bold red]error:[/] {error}")
+            print_error(console, error)
             return 2
     return 0
 

@@ -14,7 +14,7 @@ from typing import Any
 from prefect import flow, task
 
 from flows.annotate import collect_votes
-from knowref60k.core.console import make_console
+from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.release.build import build_release
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         made = release_flow(args.version, args.run, args.votes_dir, args.out, args.overlap_index)
     except UserError as error:
-        console.print(f"[bold red]error:[/] {error}")
+        print_error(console, error)
         return 2
     console.print(f"release {args.version}: {made['splits']} -> {made['path']}")
     return 0

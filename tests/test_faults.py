@@ -318,3 +318,17 @@ def test_wrong_typed_settings_are_one_clear_line_each(tmp_path: Path) -> None:
 def test_fewer_than_one_worker_is_refused(tmp_path: Path, workers: str) -> None:
     result = cli("extract", str(one_comment(tmp_path)), "--out", str(tmp_path / "o"), "--workers", workers)
     assert result.exit_code == 2 and "Invalid value for '--workers'" in result.output
+
+
+def test_square_brackets_in_messages_paths_and_help_are_printed_as_they_are(tmp_path: Path) -> None:
+    not_a_table = tmp_path / "nottable.toml"
+    not_a_table.write_text("extract = 3\n")
+    result = cli(
+        "extract", str(one_comment(tmp_path)), "--out", str(tmp_path / "o"), "--config", str(not_a_table)
+    )
+    assert result.exit_code == 2 and "[extract] must be a table" in result.output
+    folder = tmp_path / "[bold]dumps"
+    folder.mkdir()
+    result = cli("extract", str(folder / "RC_missing.zst"), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2 and "[bold]dumps" in result.output.replace("\n", "")
+    assert "TOML file with an [extract] table" in " ".join(cli("extract", "--help").output.split())

@@ -23,10 +23,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from annotation.cli import annotate_app
 from knowref60k.core.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
-from knowref60k.core.console import make_console, render_funnel
+from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import BENCHMARKS_DIR
 
@@ -35,6 +36,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Help texts are plain: "[extract]" is a TOML table, not rich markup.
+    rich_markup_mode=None,
 )
 
 
@@ -57,7 +60,7 @@ DEFAULT_BENCHMARKS = BENCHMARKS_DIR
 
 
 def _fail(error: Exception) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {error}")
+    print_error(console, error)
     return typer.Exit(code=2)
 
 
@@ -197,7 +200,7 @@ def release(
     except UserError as error:
         raise _fail(error) from None
     if made.simulated:
-        console.print("[bold yellow]WARNING: this release contains SIMULATED votes[/]")
+        console.print("WARNING: this release contains SIMULATED votes", style="bold yellow")
     console.print(
         f"Release {version}: {', '.join(f'{k} {v:,}' for k, v in made.splits.items())} -> {made.path}"
     )
@@ -220,7 +223,7 @@ def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> No
         raise _fail(UserError(f"{path}: no manifest.json (is this a release folder?)"))
     manifest = orjson.loads(manifest_path.read_bytes())
     if "warning" in manifest:
-        console.print(f"[bold yellow]{manifest['warning']}[/]")
+        console.print(manifest["warning"], style="bold yellow")
     console.print(f"{manifest['name']} {manifest['version']} (created {manifest['created']})")
     console.print(f"splits: {manifest['splits']}")
     _print_agreement(manifest["agreement"])
@@ -341,7 +344,9 @@ def _targets_table(recall: dict[str, Any], gold: dict[str, Any]) -> Table:
     for column in ("measure", "measured", "target", "met"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     for measure, value, target, shown, wanted in rows:
-        table.add_row(measure, shown, wanted, "[green]yes[/green]" if value >= target else "[red]no[/red]")
+        table.add_row(
+            measure, shown, wanted, Text("yes", style="green") if value >= target else Text("no", style="red")
+        )
     return table
 
 
@@ -364,7 +369,9 @@ def _ablation_table(results: list[dict[str, Any]]) -> Table:
 # candidates correct), scored on the same gold set: the yield must not fall below it.
 YIELD_TARGET = 52.1
 
-overlap_app = typer.Typer(help="Overlap of items with a pretraining corpus (BM25, the paper's method).")
+overlap_app = typer.Typer(
+    help="Overlap of items with a pretraining corpus (BM25, the paper's method).", rich_markup_mode=None
+)
 app.add_typer(overlap_app, name="overlap")
 IndexOption = Annotated[Path, typer.Option("--index", help="Folder of the overlap index.")]
 
@@ -546,7 +553,7 @@ def setup_model(
     if lock.is_file() and subprocess.run(pinned, check=False).returncode == 0:
         return
     if installed:
-        console.print(f"[yellow]could not install {lock}; using {installed[0]}[/yellow]")
+        console.print(f"could not install {lock}; using {installed[0]}", style="yellow")
         return
     wheels = sorted(shared_models.glob("*.whl")) if shared_models.is_dir() else []
     fallback = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *map(str, wheels[-1:])]

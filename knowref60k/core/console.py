@@ -6,14 +6,21 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from knowref60k.core.stats import PipelineStats
 
 
 def make_console(stderr: bool = False) -> Console:
-    """A console that keeps tables readable when the output goes to a file or CI log."""
+    """A console that keeps tables readable when the output goes to a file or CI log. Markup is off:
+    paths and messages are printed as they are ("[extract]", a folder named "[bold]"); styles are
+    given with `style=` or `Text`."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=None if stream.isatty() else 140)
+    return Console(stderr=stderr, width=None if stream.isatty() else 140, markup=False)
+
+
+def print_error(console: Console, message: object) -> None:
+    console.print(Text.assemble(("error: ", "bold red"), str(message)))
 
 
 def render_funnel(stats: PipelineStats, title: str = "Funnel") -> Table:
