@@ -34,6 +34,7 @@ $(LS_VENV)/.installed: requirements-labelstudio.lock
 	@touch $@
 
 setup: $(VENV)/.model ## Create .venv with pinned dependencies and a spaCy pipeline
+	@mkdir -p $(PREFECT_HOME) && chmod 700 $(PREFECT_HOME)
 
 labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio on 127.0.0.1 (data in .labelstudio/, logins in .env)
 	@$(PY) -m annotation.server start

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annotation.settings import REPO, STATE_DIR, Settings, load_settings
+from knowref60k.core.io import private_dir
 
 LABEL_STUDIO = Path(
     os.environ.get("KNOWREF60K_LABELSTUDIO_BIN", REPO / ".venv-labelstudio" / "bin" / "label-studio")
@@ -85,8 +86,8 @@ class Server:
             return f"Label Studio already running at {self.settings.url}"
         if not LABEL_STUDIO.exists():
             raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.state_dir)
+        private_dir(self.data_dir)
         command = [
             str(LABEL_STUDIO),
             "start",

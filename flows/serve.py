@@ -18,6 +18,8 @@ import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
+from knowref60k.core.io import private_dir
+
 REPO = Path(__file__).resolve().parent.parent
 PORT = 4200
 API = f"http://127.0.0.1:{PORT}/api"
@@ -34,8 +36,7 @@ def prefect_server_running() -> bool:
 def start_prefect_server() -> None:
     if prefect_server_running():
         return
-    log = REPO / ".prefect" / "server.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log = private_dir(Path(os.environ.get("PREFECT_HOME", REPO / ".prefect"))) / "server.log"
     with log.open("ab") as handle:
         subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(PORT)],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -89,6 +90,8 @@ def test_sigkill_in_the_middle_of_extraction_then_rerun_loses_and_duplicates_not
 
 @pytest.mark.integration
 def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(own_label_studio: Server) -> None:
+    # Its SQLite database holds annotators' logins and work: only the owner may read the folder.
+    assert stat.S_IMODE(own_label_studio.data_dir.stat().st_mode) == 0o700
     settings = dataclasses.replace(own_label_studio.settings, project="fault test")
     items = [item(n) for n in range(20_000)]
     failures: list[Exception] = []
@@ -332,3 +335,25 @@ def test_square_brackets_in_messages_paths_and_help_are_printed_as_they_are(tmp_
     result = cli("extract", str(folder / "RC_missing.zst"), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2 and "[bold]dumps" in result.output.replace("\n", "")
     assert "TOML file with an [extract] table" in " ".join(cli("extract", "--help").output.split())
+
+
+@pytest.mark.integration
+def test_quarantine_keeps_no_username(tmp_path: Path) -> None:
+    source = tmp_path / "RC_authors.ndjson"
+    source.write_bytes(
+        b'{"id": "a", "author": "secret_user_1", "author_fullname": "t2_xyz", "created_utc": 1}\n'
+        b'{"id": "b", "author": "secret_user_2", "body": "cut in the midd\n'
+    )
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        report = extractor.extract_file(source, tmp_path / "out")
+    text = report.quarantine_path.read_text()
+    assert report.stats.quarantined == 2 and text.count("<redacted>") == 3
+    assert "secret_user" not in text and "t2_xyz" not in text
+
+
+def test_private_folders_are_made_owner_only_even_when_they_exist(tmp_path: Path) -> None:
+    from knowref60k.core.io import private_dir
+
+    folder = tmp_path / "labelstudio" / "data"
+    folder.mkdir(parents=True, mode=0o755)
+    assert private_dir(folder) == folder and stat.S_IMODE(folder.stat().st_mode) == 0o700

@@ -65,6 +65,14 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
+def private_dir(path: Path) -> Path:
+    """A folder only its owner can read (0700), created if missing: for databases holding annotators'
+    work and logins (Label Studio's SQLite, Prefect's), which would otherwise be world-readable."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside `path` that replaces it only if the block finishes."""

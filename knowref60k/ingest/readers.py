@@ -6,6 +6,7 @@ import bz2
 import gzip
 import io
 import lzma
+import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ INPUT_FORMATS = ("auto", "ndjson", "text")
 # What the candidates' `created_utc` column (int64) can hold.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTF8_BOM = b"\xef\xbb\xbf"
+_AUTHOR_FIELD = re.compile(r'("author\w*"\s*:\s*)"(?:[^"\\]|\\.)*"')
 _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
@@ -223,7 +225,15 @@ def parse_chunk(
 
 
 def _quarantine(line_number: int, line: bytes, reason: str, detail: str) -> QuarantinedLine:
-    return QuarantinedLine(line_number, reason, detail, line.decode("utf-8", errors="backslashreplace"))
+    raw = redact_usernames(line.decode("utf-8", errors="backslashreplace"))
+    return QuarantinedLine(line_number, reason, detail, raw)
+
+
+def redact_usernames(raw: str) -> str:
+    """The line with the values of its `author*` fields (the Reddit username, its t2_ id, flair)
+    replaced: a quarantine file keeps what is needed to fix a line, not who wrote it. Works on lines
+    that are not valid JSON too."""
+    return _AUTHOR_FIELD.sub(r'\1"<redacted>"', raw)
 
 
 def _parse_text_line(line_number: int, line: bytes) -> Comment | QuarantinedLine:
