@@ -357,3 +357,79 @@ def test_private_folders_are_made_owner_only_even_when_they_exist(tmp_path: Path
     folder = tmp_path / "labelstudio" / "data"
     folder.mkdir(parents=True, mode=0o755)
     assert private_dir(folder) == folder and stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def process_group(pgid: int) -> list[int]:
+    """Live processes of a process group, from /proc (zombies aside)."""
+    members = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat_file.parent.name))
+    return members
+
+
+def start_extraction(dump: Path, out: Path) -> subprocess.Popen[str]:
+    cli_path = Path(sys.executable).parent / "knowref60k"
+    return subprocess.Popen(
+        [str(cli_path), "extract", str(dump), "--out", str(out), "--workers", "2"],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def stopped_cleanly(process: subprocess.Popen[str], out: Path) -> str:
+    """The process's output once it and every process it started have gone, within a minute."""
+    try:
+        output, _ = process.communicate(timeout=60)
+        wait_for(lambda: not process_group(process.pid), 30, "the workers to stop")
+    finally:
+        if process_group(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode != 0
+    assert "Traceback" not in output, output
+    assert not out.exists() or not [p.name for p in out.iterdir() if p.name.endswith(".partial")]
+    return output
+
+
+@pytest.mark.integration
+def test_sigterm_in_the_middle_of_extraction_stops_the_workers_and_says_so(tmp_path: Path) -> None:
+    dump = tmp_path / "RC_sample_300k.ndjson"
+    dump_with_bad_lines(dump, 300_000, every=5_000)
+    out = tmp_path / "out"
+    partial_quarantine = out / ".RC_sample_300k.quarantine.jsonl.partial"
+    process = start_extraction(dump, out)
+    try:
+        wait_for(
+            lambda: partial_quarantine.exists() and partial_quarantine.stat().st_size >= 20_000,
+            300,
+            "extraction to be under way",
+        )
+        assert process.poll() is None and len(process_group(process.pid)) >= 3  # the parent and 2 workers
+        os.kill(process.pid, signal.SIGTERM)  # to the main process only, as Prefect or Docker do
+    finally:
+        output = stopped_cleanly(process, out)
+    assert "interrupted (SIGTERM)" in output
+    with Extractor(ExtractConfig(), workers=2) as extractor:
+        rerun = extractor.extract_file(dump, out)
+    assert not rerun.skipped and rerun.stats.quarantined == 60
+
+
+@pytest.mark.integration
+def test_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path: Path) -> None:
+    dump = tmp_path / "RC_small.ndjson"
+    dump.write_bytes(ndjson_line(GOOD, 1, "one") + b"\n")
+    process = start_extraction(dump, tmp_path / "out")
+    try:
+        # Both workers spawned, their model not yet loaded (no output file yet).
+        wait_for(lambda: len(process_group(process.pid)) >= 3, 60, "the workers to start")
+        os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
+    finally:
+        output = stopped_cleanly(process, tmp_path / "out")
+    assert "interrupted (SIGINT)" in output

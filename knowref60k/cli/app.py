@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import signal
 import subprocess
 import sys
 import time
@@ -71,6 +72,19 @@ def main(
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, _interrupted)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, or SIGTERM (what Prefect, systemd and Docker send): the worker processes are stopped,
+    unfinished outputs removed (a rerun redoes that file), one line printed."""
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    name = signal.Signals(signum).name
+    console.print(f"interrupted ({name}): stopping the workers; finished files are kept", style="yellow")
+    raise Interrupted
 
 
 @app.command()

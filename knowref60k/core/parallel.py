@@ -1,9 +1,17 @@
 """A pool of worker processes, each holding one object built once (a loaded spaCy model, say), whose
-method is applied to a stream of tasks with the results returned in input order."""
+method is applied to a stream of tasks with the results returned in input order.
+
+Interrupts belong to the parent: workers start with Ctrl-C (SIGINT) ignored, so a Ctrl-C prints no
+traceback per worker; the parent's KeyboardInterrupt (or SIGTERM, which the command line turns into one)
+closes the pool, which then terminates the workers at once instead of waiting for their tasks.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -50,17 +58,26 @@ class WorkerPool:
                 initargs=(self._factory, *self._args),
             )
         in_flight: deque[Future[Any]] = deque()
-        for task in tasks:
-            in_flight.append(self._pool.submit(_call_worker, method, *task))
+        for submitted, task in enumerate(tasks):
+            # The first submits start the worker processes, which inherit an ignored SIGINT.
+            with _sigint_ignored() if submitted < self.workers else contextlib.nullcontext():
+                in_flight.append(self._pool.submit(_call_worker, method, *task))
             if len(in_flight) >= 2 * self.workers:
                 yield in_flight.popleft().result()
         while in_flight:
             yield in_flight.popleft().result()
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def close(self, abandon: bool = False) -> None:
+        """Stop the workers once their tasks are done; `abandon` (after an error or an interrupt)
+        terminates them at once."""
+        if self._pool is None:
+            return
+        if abandon:
+            # No public way to stop a ProcessPoolExecutor's workers before Python 3.14.
+            for process in list(self._pool._processes.values()):
+                process.terminate()
+        self._pool.shutdown(cancel_futures=True)
+        self._pool = None
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -68,4 +85,17 @@ class WorkerPool:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self.close()
+        self.close(abandon=error is not None)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block (only the main thread may change handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -88,7 +88,7 @@ class Extractor:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._workers.close()
+        self._workers.close(abandon=error is not None)
 
     def file_run(self, path: Path, out_dir: Path) -> FileRun:
         stem = output_stem(path)
