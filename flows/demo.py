@@ -26,6 +26,7 @@ from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
+from knowref60k.release.agreement import kappa_text
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     agreement = result["release"].get("agreement")
     if agreement:
         console.print(
-            f"Agreement: items {agreement['items']}, Fleiss' kappa {agreement['fleiss_kappa']}, "
+            f"Agreement: items {agreement['items']}, Fleiss' kappa {kappa_text(agreement['fleiss_kappa'])}, "
             f"neither votes {agreement['neither_share']:.1%}, labels {agreement['label_balance']}"
         )
     console.print(f"Release (SIMULATED votes): {release} {sizes}", style="bold")

@@ -433,3 +433,115 @@ def test_ctrl_c_while_the_workers_start_prints_no_traceback(tmp_path: Path) -> N
     finally:
         output = stopped_cleanly(process, tmp_path / "out")
     assert "interrupted (SIGINT)" in output
+
+
+def test_out_that_is_an_existing_file_is_a_clear_error(tmp_path: Path) -> None:
+    a_file = tmp_path / "out.txt"
+    a_file.write_text("not a folder")
+    source = one_comment(tmp_path)
+    for command in (["extract", str(source)], ["prepare", str(tmp_path / "RC_one.candidates.parquet")]):
+        result = cli(*command, "--out", str(a_file))
+        assert result.exit_code == 2, result.output
+        assert "is a file, not a folder" in result.output and "Traceback" not in result.output
+
+
+def test_config_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    config = tmp_path / "latin1.toml"
+    config.write_bytes("[extract]\n# café\nmax_connectives = 1\n".encode("latin-1"))
+    result = cli("extract", str(one_comment(tmp_path)), "--out", str(tmp_path / "o"), "--config", str(config))
+    assert result.exit_code == 2 and "not UTF-8 text" in result.output and "Traceback" not in result.output
+
+
+def test_corrupt_dedup_index_is_a_clear_error(tmp_path: Path) -> None:
+    from tests.test_prepare import candidates_file, handmade
+
+    sentence = "Paul met Mary on the first day, but she left early."
+    source = candidates_file(
+        tmp_path / "RC_a.candidates.parquet", [handmade(sentence, "Paul", "Mary", "she", "female")]
+    )
+    index = tmp_path / "index.sqlite"
+    index.write_bytes(b"this is not a database" * 100)
+    result = cli("prepare", str(source), "--out", str(tmp_path / "items"), "--index", str(index))
+    assert result.exit_code == 2 and "not a usable de-duplication index" in result.output
+    assert "Traceback" not in result.output
+
+
+def release_args(run: Path, votes: Path, out: Path) -> list[str]:
+    return ["release", "--run", str(run), "--votes", str(votes), "--out", str(out), "--version", "v1"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("truncated", "not a readable votes Parquet file"),
+        ("no_choice_column", "votes lack column(s) choice"),
+    ],
+)
+def test_unreadable_votes_are_a_clear_error(tmp_path: Path, damage: str, message: str) -> None:
+    from tests.test_release import synthetic_run
+
+    run = synthetic_run(tmp_path / "run", {"t3_a": 2})
+    votes = run / "votes.parquet"
+    if damage == "truncated":
+        votes.write_bytes(votes.read_bytes()[:200])
+    else:
+        pq.write_table(pq.read_table(votes).drop_columns(["choice"]), votes)
+    result = cli(*release_args(run, votes, tmp_path / "r"))
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_bad_votes_are_left_out_and_counted_by_reason(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from annotation.votes import VOTE_SCHEMA
+    from tests.test_release import synthetic_run
+
+    run = synthetic_run(tmp_path / "run", {"t3_a": 2})
+    votes = pq.read_table(run / "votes.parquet").to_pylist()
+    extra = dict(votes[0], annotation_id=9_000)
+    bad = [
+        dict(extra, choice="maybe"),
+        dict(extra, choice=None),
+        dict(extra, annotator_id=None),
+        dict(extra, updated_at=None),
+        dict(extra, item_id="no-such-item"),
+    ]
+    nullable = pa.schema([field.with_nullable(True) for field in VOTE_SCHEMA])
+    pq.write_table(pa.Table.from_pylist(votes + bad, schema=nullable), run / "votes.parquet")
+    result = cli(*release_args(run, run / "votes.parquet", tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
+    assert manifest["rejected_votes"] == {
+        "no_annotation_time_or_id": 1,
+        "no_annotator": 1,
+        "unknown_choice": 2,
+        "unknown_item": 1,
+    }
+    assert manifest["agreement"]["items"] == {"kept": 2}  # 5 good votes each; no sixth annotator
+    assert "votes left out" in result.output
+
+
+def test_no_votes_at_all_give_kappa_not_available_not_nan(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from annotation.votes import VOTE_SCHEMA
+    from tests.test_release import synthetic_run
+
+    run = synthetic_run(tmp_path / "run", {"t3_a": 2})
+    pq.write_table(pa.Table.from_pylist([], schema=VOTE_SCHEMA), run / "votes.parquet")
+    result = cli(*release_args(run, run / "votes.parquet", tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    assert "kappa n/a" in result.output and "nan" not in result.output
+    manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
+    assert manifest["agreement"]["fleiss_kappa"] is None
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"name": "knowref60k"}', b"[1, 2]"])
+def test_malformed_release_manifest_is_a_clear_error(tmp_path: Path, content: bytes) -> None:
+    from knowref60k.release.load import load_release
+
+    (tmp_path / "manifest.json").write_bytes(content)
+    result = cli("stats", str(tmp_path))
+    assert result.exit_code == 2 and "manifest.json" in result.output and "Traceback" not in result.output
+    with pytest.raises(UserError, match=r"manifest\.json"):
+        load_release(tmp_path, "train")

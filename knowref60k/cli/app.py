@@ -99,11 +99,13 @@ def extract(
     person_detection: Annotated[str | None, typer.Option(help="ner, names or both.")] = None,
 ) -> None:
     """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
+    from knowref60k.core.io import output_folder
     from knowref60k.core.stats import merge_stats
     from knowref60k.extract.extractor import Extractor, check_distinct_outputs
 
     try:
         check_distinct_outputs(inputs)
+        output_folder(out)
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )
@@ -156,11 +158,12 @@ def prepare(
 ) -> None:
     """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
     from knowref60k.core.config import load_prepare_config
+    from knowref60k.core.io import output_folder
     from knowref60k.prepare.preparer import Preparer, prepare_stats
 
     try:
         settings = load_prepare_config(config, seed=seed)
-        index_path = index or out / "dedup-index.sqlite"
+        index_path = index or output_folder(out) / "dedup-index.sqlite"
         total = prepare_stats()
         with Preparer(settings, index_path) as preparer, _progress(in_bytes=False) as progress:
             task = progress.add_task("prepare", total=len(candidates))
@@ -215,6 +218,8 @@ def release(
         raise _fail(error) from None
     if made.simulated:
         console.print("WARNING: this release contains SIMULATED votes", style="bold yellow")
+    if made.rejected_votes:
+        console.print(f"votes left out (also in the manifest): {made.rejected_votes}", style="yellow")
     console.print(
         f"Release {version}: {', '.join(f'{k} {v:,}' for k, v in made.splits.items())} -> {made.path}"
     )
@@ -222,8 +227,10 @@ def release(
 
 
 def _print_agreement(summary: dict[str, Any]) -> None:
+    from knowref60k.release.agreement import kappa_text
+
     console.print(
-        f"items: {summary['items']}; Fleiss' kappa {summary['fleiss_kappa']}; neither votes "
+        f"items: {summary['items']}; Fleiss' kappa {kappa_text(summary['fleiss_kappa'])}; neither votes "
         f"{summary['neither_share']:.1%}; labels {summary['label_balance']}; flagged annotators "
         f"{len(summary['flagged_annotators'])} of {len(summary['annotators'])}"
     )
@@ -232,10 +239,12 @@ def _print_agreement(summary: dict[str, Any]) -> None:
 @app.command()
 def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> None:
     """Summarise a release: splits, agreement, files."""
-    manifest_path = path / "manifest.json"
-    if not manifest_path.is_file():
-        raise _fail(UserError(f"{path}: no manifest.json (is this a release folder?)"))
-    manifest = orjson.loads(manifest_path.read_bytes())
+    from knowref60k.release.load import read_manifest
+
+    try:
+        manifest = read_manifest(path)
+    except UserError as error:
+        raise _fail(error) from None
     if "warning" in manifest:
         console.print(manifest["warning"], style="bold yellow")
     console.print(f"{manifest['name']} {manifest['version']} (created {manifest['created']})")

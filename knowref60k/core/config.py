@@ -202,6 +202,8 @@ def _read_toml(path: Path, section: str) -> dict[str, Any]:
         raise UserError(f"config file not found: {path}")
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise UserError(f"{path}: not UTF-8 text, as TOML must be ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{path}: not valid TOML: {error}") from None
     table = document.get(section, {})

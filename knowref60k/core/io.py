@@ -65,6 +65,13 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
+def output_folder(path: Path) -> Path:
+    """`path` as a folder to write into; a UserError when it is an existing file."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"--out {path} is a file, not a folder")
+    return path
+
+
 def private_dir(path: Path) -> Path:
     """A folder only its owner can read (0700), created if missing: for databases holding annotators'
     work and logins (Label Studio's SQLite, Prefect's), which would otherwise be world-readable."""

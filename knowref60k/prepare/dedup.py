@@ -81,9 +81,13 @@ class DedupIndex:
         self.config = config
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path)
-        self.db.executescript(_SCHEMA)
-        self._check_settings(path)
-        self._load()
+        try:
+            self.db.executescript(_SCHEMA)
+            self._check_settings(path)
+            self._load()
+        except sqlite3.DatabaseError as error:
+            self.db.close()
+            raise UserError(f"{path}: not a usable de-duplication index ({error})") from None
 
     def __enter__(self) -> DedupIndex:
         return self

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,11 @@ def decide(item_id: str, votes: Iterable[Mapping[str, Any]], rule: AgreementRule
     return ItemDecision(item_id, REJECTED_AMBIGUOUS, None, strength, tuple(counted))
 
 
+def kappa_text(kappa: float | None) -> str:
+    """A summary's kappa for people: "n/a" when no item has all its votes yet."""
+    return "n/a (no item has all its votes)" if kappa is None else str(kappa)
+
+
 def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
     """Fleiss' kappa of items x categories counts, every item rated by the same number of raters."""
     items = len(counts)
@@ -89,7 +95,8 @@ class AgreementReport:
     def summary(self) -> dict[str, Any]:
         return {
             "items": self.status_counts,
-            "fleiss_kappa": round(self.kappa, 4),
+            # None, not NaN, when no item is complete: JSON has no NaN, and "kappa nan" tells nothing.
+            "fleiss_kappa": None if math.isnan(self.kappa) else round(self.kappa, 4),
             "neither_share": round(self.neither_share, 4),
             "label_balance": self.label_balance,
             "annotators": self.annotators,

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.overlap.audit import OverlapAudit, marked_release_row, overlap_summary
 from knowref60k.overlap.figures import render_overlap_png
-from knowref60k.release.agreement import KEPT, AgreementReport, agreement
+from knowref60k.release.agreement import CHOICES, KEPT, AgreementReport, agreement
 from knowref60k.release.card import render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.schema import hf_features, release_schema
@@ -41,6 +42,7 @@ FUNNEL_LABELS = {
     "connective": "one connective",
 }
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
+VOTE_COLUMNS = ("item_id", "annotation_id", "annotator_id", "choice", "updated_at")
 
 
 def opaque(annotator_id: Any) -> str:
@@ -56,6 +58,8 @@ class ReleaseInputs:
     unique_items: int
     sources: list[dict[str, Any]]
     perturbation_seed: str
+    # Votes left out, by reason (no annotator, unknown item, ...): counted, never silently dropped.
+    rejected_votes: dict[str, int] = field(default_factory=dict)
 
 
 def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
@@ -86,15 +90,49 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         }
         for report in extracted
     ]
+    votes, rejected = read_votes(votes_path, items)
     return ReleaseInputs(
         items=items,
-        votes=pq.read_table(votes_path).to_pylist(),
+        votes=votes,
         extraction=merge_stats(stats_files),
         candidates=sum(report["candidates"] for report in extracted),
         unique_items=sum(report["items"] for report in prepared),
         sources=sources,
         perturbation_seed=",".join(sorted(seeds)),
+        rejected_votes=rejected,
     )
+
+
+def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The usable votes of a votes file and how many were left out, by reason; a file that is not
+    Parquet or lacks a column is a UserError."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise UserError(f"{path}: not a readable votes Parquet file ({error})") from None
+    missing = [column for column in VOTE_COLUMNS if column not in table.column_names]
+    if missing:
+        raise UserError(f"{path}: votes lack column(s) {', '.join(missing)}")
+    votes, rejected = [], Counter[str]()
+    for vote in table.to_pylist():
+        problem = _vote_problem(vote, items)
+        if problem:
+            rejected[problem] += 1
+        else:
+            votes.append(vote)
+    return votes, dict(sorted(rejected.items()))
+
+
+def _vote_problem(vote: Mapping[str, Any], items: Mapping[str, Any]) -> str | None:
+    if vote["choice"] not in CHOICES:
+        return "unknown_choice"
+    if vote["annotator_id"] is None:
+        return "no_annotator"
+    if vote["updated_at"] is None or vote["annotation_id"] is None:
+        return "no_annotation_time_or_id"
+    if vote["item_id"] not in items:
+        return "unknown_item"
+    return None
 
 
 def release_row(item: Mapping[str, Any], decision: Any) -> dict[str, Any]:
@@ -131,6 +169,7 @@ class Release:
     splits: dict[str, int]
     report: AgreementReport
     simulated: bool
+    rejected_votes: dict[str, int] = field(default_factory=dict)
 
 
 def build_release(
@@ -187,7 +226,7 @@ def build_release(
         os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Release(version, target, counts, report, simulated)
+    return Release(version, target, counts, report, simulated, inputs.rejected_votes)
 
 
 def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dict[str, Any]:
@@ -290,6 +329,7 @@ def _manifest(
             "seeds": {"perturbation": inputs.perturbation_seed, "split_salt": "knowref60k-split-v1"},
             "splits": dict(counts),
             "agreement": report.summary(),
+            "rejected_votes": inputs.rejected_votes,
             "files": entries,
             "sources": sorted(inputs.sources, key=lambda s: s["file"]),
         }

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from knowref60k.core.figures import pyplot, save_figure
-from knowref60k.release.agreement import AgreementReport
+from knowref60k.release.agreement import AgreementReport, kappa_text
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.schema import hf_features, release_fields
 from knowref60k.release.splits import SPLITS
@@ -117,7 +117,7 @@ def render_card(
     parts.append(
         "\n## Agreement\n\n"
         f"- Items decided: {', '.join(f'{k} {v:,}' for k, v in items.items())}\n"
-        f"- Fleiss' kappa over complete items: {summary['fleiss_kappa']}\n"
+        f"- Fleiss' kappa over complete items: {kappa_text(summary['fleiss_kappa'])}\n"
         f'- Share of "neither" votes (extraction errors seen by annotators): {summary["neither_share"]:.1%}\n'
         f"- Label balance of kept items: {summary['label_balance']}\n"
         f"- Annotators: {len(summary['annotators'])}; flagged below {config.rule.flag_annotators_below:.0%} "

@@ -6,6 +6,7 @@ It needs only pyarrow: neither spaCy nor Prefect is imported.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -15,15 +16,31 @@ from knowref60k.core.errors import UserError
 from knowref60k.release.schema import release_schema
 from knowref60k.release.splits import SPLITS
 
+# What every manifest has (build._manifest writes more).
+MANIFEST_KEYS = ("name", "version", "created", "splits", "agreement", "files")
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """A release's manifest.json, or a UserError saying what is wrong with it."""
+    path = folder / "manifest.json"
+    if not path.is_file():
+        raise UserError(f"{folder}: no manifest.json (is this a release folder?)")
+    try:
+        manifest = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise UserError(f"{path}: not valid JSON ({error})") from None
+    missing = [key for key in MANIFEST_KEYS if not isinstance(manifest, dict) or key not in manifest]
+    if missing:
+        raise UserError(f"{path}: not a release manifest (no {', '.join(missing)})")
+    return dict(manifest)
+
 
 def load_release(path: str | Path, split: str) -> pa.Table:
     """One split of a release as a pyarrow Table (all its shards, in order)."""
     if split not in SPLITS:
         raise UserError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-    manifest = Path(path) / "manifest.json"
-    if not manifest.is_file():
-        raise UserError(f"{path}: no manifest.json (is this a release folder?)")
+    manifest = read_manifest(Path(path))
     shards = sorted((Path(path) / "data").glob(f"{split}-*.parquet"))
     if not shards:
-        return release_schema("overlap" in orjson.loads(manifest.read_bytes())).empty_table()
+        return release_schema("overlap" in manifest).empty_table()
     return pa.concat_tables(pq.read_table(shard) for shard in shards)
