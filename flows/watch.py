@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from prefect import flow, get_run_logger
 
 from flows.labelling import push
@@ -49,7 +50,8 @@ def watch_flow(
             outcomes[dump.path.name] = "failed"
             logger.error("%s failed: %s", dump.path.name, error)
             continue
-        ledger.finish(dump, settings_hash)
+        stats = orjson.loads(Path(result["extract"]["files"][0]["stats_path"]).read_bytes())
+        ledger.finish(dump, settings_hash, input_check=stats.get("input", {}).get("complete"))
         outcomes[dump.path.name] = "done"
     ledger.close()
     return {"seen": len(dumps), "processed": outcomes}

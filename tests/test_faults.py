@@ -545,3 +545,61 @@ def test_malformed_release_manifest_is_a_clear_error(tmp_path: Path, content: by
     assert result.exit_code == 2 and "manifest.json" in result.output and "Traceback" not in result.output
     with pytest.raises(UserError, match=r"manifest\.json"):
         load_release(tmp_path, "train")
+
+
+def two_frame_dump(path: Path, first: list[bytes], second: list[bytes]) -> bytes:
+    """A Pushshift-style .zst of two frames; returns the bytes of the first frame alone."""
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor()
+    frame_one = compressor.compress(b"".join(line + b"\n" for line in first))
+    path.write_bytes(frame_one + compressor.compress(b"".join(line + b"\n" for line in second)))
+    return frame_one
+
+
+@pytest.mark.integration
+def test_dump_completeness_is_reported_in_the_stats(tmp_path: Path) -> None:
+    lines = [ndjson_line(f"Comment number {n} is here.", n, f"c{n}") for n in range(10)]
+    whole = tmp_path / "RC_whole.zst"
+    first_frame = two_frame_dump(whole, lines[:5], lines[5:])
+    cut_between_frames = tmp_path / "RC_cut.zst"
+    cut_between_frames.write_bytes(first_frame)
+    cut_in_a_line = tmp_path / "RC_cut_line.ndjson"
+    cut_in_a_line.write_bytes(b"\n".join(lines[:3]) + b"\n" + lines[3][:20])
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        reports = {
+            p.name: extractor.extract_file(p, tmp_path / "out")
+            for p in (whole, cut_between_frames, cut_in_a_line)
+        }
+    inputs = {name: orjson.loads(r.report_path.read_bytes())["input"] for name, r in reports.items()}
+    assert inputs["RC_whole.zst"]["zstd_frames"] == 2 and inputs["RC_whole.zst"]["lines"] == 10
+    assert inputs["RC_whole.zst"]["complete"].startswith("probably: 2 whole zstd frames")
+    assert inputs["RC_cut.zst"]["zstd_frames"] == 1 and inputs["RC_cut.zst"]["lines"] == 5
+    line_cut = inputs["RC_cut_line.ndjson"]
+    assert (line_cut["lines"], line_cut["ends_with_newline"]) == (4, False)
+    assert line_cut["complete"].startswith("suspect")
+
+
+def test_ledger_records_completeness_and_upgrades_an_old_ledger(tmp_path: Path) -> None:
+    import sqlite3
+
+    from knowref60k.ingest.ledger import Ledger
+
+    path = tmp_path / "ledger.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE dumps (file TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
+        "sha256 TEXT NOT NULL, config_hash TEXT NOT NULL, started TEXT NOT NULL, finished TEXT, "
+        "outcome TEXT NOT NULL, error TEXT, PRIMARY KEY (file, sha256, config_hash))"
+    )
+    old.commit()
+    old.close()
+    dump_file = tmp_path / "RC_x.ndjson"
+    dump_file.write_bytes(b"{}\n")
+    ledger = Ledger(path)
+    dump = ledger.identify(dump_file)
+    ledger.start(dump, "cfg")
+    ledger.finish(dump, "cfg", input_check="suspect: the last line has no newline")
+    [entry] = ledger.entries()
+    ledger.close()
+    assert (entry["outcome"], entry["input_check"]) == ("done", "suspect: the last line has no newline")

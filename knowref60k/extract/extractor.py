@@ -21,6 +21,7 @@ from knowref60k.core.versioning import __version__, code_fingerprint, data_finge
 from knowref60k.extract.nlp import model_version, resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.ingest.readers import (
+    InputCheck,
     LineChunk,
     check_input,
     compression_of,
@@ -118,17 +119,20 @@ class Extractor:
             return finished
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.model": self.model_name}
         size = path.stat().st_size
+        check = InputCheck()
         with (
             run.writing(CANDIDATE_SCHEMA, metadata, PipelineStats()) as sink,
             open_input(path) as (raw, stream),
         ):
-            for result in self._results(
-                path.name, input_format, iter_line_chunks(stream, path.name, self.read_size)
-            ):
+            chunks = check.watch(iter_line_chunks(stream, path.name, self.read_size))
+            for result in self._results(path.name, input_format, chunks):
                 sink.write(result.rows, result.quarantined)
                 sink.stats.merge(result.stats)
                 if progress:
                     progress(raw.tell(), size)
+            completeness = check.report(stream)
+        if completeness["complete"].startswith("suspect"):
+            log.warning("%s: %s", path.name, completeness["complete"])
         report = run.finish(
             sink,
             {
@@ -137,6 +141,7 @@ class Extractor:
                 "model_version": model_version(self.model_name),
                 "code_version": __version__,
                 "config": self.config.to_dict(),
+                "input": completeness,
             },
         )
         log.info("%s: %d candidates in %.1f s", path.name, report.rows, report.seconds)

@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS dumps (
     finished TEXT,
     outcome TEXT NOT NULL CHECK (outcome IN ('running', 'done', 'failed')),
     error TEXT,
+    input_check TEXT,
     PRIMARY KEY (file, sha256, config_hash)
 );
 """
@@ -44,6 +45,9 @@ class Ledger:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path)
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(dumps)")}
+        if "input_check" not in columns:  # a ledger from before completeness was recorded
+            self.db.execute("ALTER TABLE dumps ADD COLUMN input_check TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -72,16 +76,28 @@ class Ledger:
 
     def start(self, dump: Dump, config_hash: str) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO dumps VALUES (?, ?, ?, ?, ?, ?, NULL, 'running', NULL)",
+            "INSERT OR REPLACE INTO dumps (file, size, mtime_ns, sha256, config_hash, started, outcome) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running')",
             (dump.path.name, dump.size, dump.mtime_ns, dump.sha256, config_hash, _now()),
         )
         self.db.commit()
 
-    def finish(self, dump: Dump, config_hash: str, error: str | None = None) -> None:
+    def finish(
+        self, dump: Dump, config_hash: str, error: str | None = None, input_check: str | None = None
+    ) -> None:
+        """`input_check`: whether the dump looked complete when it was read (InputCheck)."""
         self.db.execute(
-            "UPDATE dumps SET finished = ?, outcome = ?, error = ? "
+            "UPDATE dumps SET finished = ?, outcome = ?, error = ?, input_check = ? "
             "WHERE file = ? AND sha256 = ? AND config_hash = ?",
-            (_now(), "failed" if error else "done", error, dump.path.name, dump.sha256, config_hash),
+            (
+                _now(),
+                "failed" if error else "done",
+                error,
+                input_check,
+                dump.path.name,
+                dump.sha256,
+                config_hash,
+            ),
         )
         self.db.commit()
 

@@ -46,6 +46,8 @@ class ZstdReader(io.RawIOBase):
         self._frame = self._decompressor.decompressobj()
         self._buffer = b""
         self._truncated = False
+        # Frames decoded to their end: a dump's completeness report shows it.
+        self.frames = 0
 
     def readable(self) -> bool:
         return True
@@ -72,6 +74,7 @@ class ZstdReader(io.RawIOBase):
             if self._frame.eof:
                 self._frame = self._decompressor.decompressobj()
             self._buffer += self._frame.decompress(compressed)
+            self.frames += self._frame.eof
             compressed = self._frame.unused_data if self._frame.eof else b""
 
 
@@ -176,6 +179,44 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
         next_line += chunk.count(b"\n")
     if carry:
         yield LineChunk(next_line, carry)
+
+
+class InputCheck:
+    """Watches the chunks of one input go by, and says afterwards whether the input looks complete.
+
+    A truncated zstd frame is already an error (ZstdReader). What a file cannot show is a multi-frame
+    `.zst` cut exactly between two frames, or a plain file cut between two lines: both read as shorter,
+    well-formed dumps. What can be seen is reported: the line count, whether the last line ends with a
+    newline (a dump cut inside a line does not), and the number of zstd frames.
+    """
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.ends_with_newline = True
+
+    def watch(self, chunks: Iterable[LineChunk]) -> Iterator[LineChunk]:
+        for chunk in chunks:
+            self.lines = chunk.first_line - 1 + chunk.data.count(b"\n")
+            self.ends_with_newline = chunk.data.endswith(b"\n")
+            if not self.ends_with_newline:
+                self.lines += 1
+            yield chunk
+
+    def report(self, stream: BinaryIO) -> dict[str, Any]:
+        """The input's completeness, for the stats report and the ledger."""
+        frames = stream.frames if isinstance(stream, ZstdReader) else None
+        if not self.ends_with_newline:
+            verdict = "suspect: the last line has no newline (a download cut inside a line?)"
+        elif frames is not None and frames > 1:
+            verdict = f"probably: {frames} whole zstd frames; a cut exactly between frames cannot be seen"
+        else:
+            verdict = "yes"
+        return {
+            "lines": self.lines,
+            "ends_with_newline": self.ends_with_newline,
+            "zstd_frames": frames,
+            "complete": verdict,
+        }
 
 
 def skip_lines(chunks: Iterable[LineChunk], done: int) -> Iterator[LineChunk]:
