@@ -5,9 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SHARED ?= ../shared
 OUT ?= output/run
-INPUTS ?= $(SHARED)/data/reddit/RC_2005-12.zst $(SHARED)/data/reddit/RC_2006-01.zst
+# The 1M-comment sample yields about a hundred items, so the first run shows the whole loop working.
+INPUTS ?= $(SHARED)/data/reddit/RC_sample_1M.zst
 export PREFECT_HOME ?= $(CURDIR)/.prefect
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+# The client side too: without it Prefect prints its "anonymous usage data" notice on every run.
+export DO_NOT_TRACK ?= 1
 export PREFECT_LOGGING_LEVEL ?= WARNING
 
 LS_VENV ?= .venv-labelstudio
@@ -45,7 +48,7 @@ labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started
 model: ## (Re)install the spaCy pipeline (pinned en_core_web_sm, else ../shared/models)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
 
-run: setup $(LS_VENV)/.installed ## Extract, prepare and push the two original dumps (or INPUTS=...) into Label Studio
+run: setup $(LS_VENV)/.installed ## Extract, prepare and push the 1M-comment sample (or INPUTS=...) into Label Studio
 	$(PY) -m flows.pipeline --out $(OUT) --label-studio $(INPUTS)
 
 lint: setup ## ruff check, ruff format --check, mypy

@@ -77,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     console.print(render_funnel(funnel, "Funnel"))
     console.print(f"Funnel files: {result['extract']['funnel_path']}, {result['prepare']['summary_path']}")
     console.print(f"De-duplication index: {result['prepare']['index']}")
+    if not any(f["items"] for f in result["prepare"]["files"]):
+        console.print(
+            "No items: no sentence of these inputs named two people before one connective with a "
+            "pronoun after it (see the funnel for where they were dropped). Early or small dumps often "
+            "hold none; try a larger one, e.g. INPUTS=../shared/data/reddit/RC_sample_1M.zst",
+            style="yellow",
+        )
     if args.label_studio:
         try:
             annotation_flow([f["items_path"] for f in result["prepare"]["files"]], args.annotators)

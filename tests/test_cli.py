@@ -43,3 +43,10 @@ def test_extract_command_writes_outputs_and_prints_funnel(tmp_path: Path) -> Non
     assert (tmp_path / "o" / "RC_2099-02.candidates.parquet").exists()
     funnel = runner.invoke(app, ["funnel", str(tmp_path / "o")])
     assert funnel.exit_code == 0 and "antecedent" in funnel.output
+
+
+def test_version_is_printed() -> None:
+    from knowref60k.core.versioning import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"knowref60k {__version__}"

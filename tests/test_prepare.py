@@ -340,3 +340,17 @@ def test_not_a_candidates_file_is_a_clear_error(tmp_path: Path) -> None:
     ):
         preparer.prepare_file(bad, tmp_path / "out")
     assert not (tmp_path / "out" / "x.items.parquet").exists()
+
+
+def test_items_whose_other_gender_pronoun_would_dangle_are_dropped_and_counted(tmp_path: Path) -> None:
+    dangling = "Hillary was smarter than Obama, because she did not play by the rules and he did."
+    fine = "Paul met Mary on the first day, but she left early and her bag stayed."
+    rows = [
+        handmade(dangling, "Hillary", "Obama", "she", "female", "dangling"),
+        handmade(fine, "Paul", "Mary", "she", "female", "fine"),
+    ]
+    source = candidates_file(tmp_path / "c" / "RC_2099-05.candidates.parquet", rows)
+    with Preparer(PrepareConfig(), tmp_path / "index.sqlite") as preparer:
+        report = preparer.prepare_file(source, tmp_path / "items")
+    assert report.stats["pronoun_gender"].dropped == {"other_gender_pronoun": 1}
+    assert [item["candidate_id"] for item in pq.read_table(report.rows_path).to_pylist()] == ["fine"]

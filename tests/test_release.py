@@ -563,3 +563,33 @@ def test_release_with_an_overlap_index_scores_items_and_reports_in_the_card(
     assert (first.path / "overlap.png").read_bytes().startswith(b"\x89PNG")
     dataset = load_dataset(str(first.path))
     assert all(dataset[split].features["overlap_bm25"].dtype == "float64" for split in dataset)
+
+
+def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_dataset_card(
+    tmp_path: Path,
+) -> None:
+    from huggingface_hub import DatasetCard
+    from markdown_it import MarkdownIt
+    from typer.testing import CliRunner
+
+    from knowref60k.cli.app import app
+
+    run = synthetic_run(tmp_path / "run", {"t3_a": 3, "t3_b": 3})
+    args = ["release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--out", str(tmp_path / "r")]
+    assert CliRunner().invoke(app, [*args, "--version", "v1"]).exit_code == 0
+    text = (tmp_path / "r" / "v1" / "README.md").read_text()
+    card = DatasetCard(text)
+    assert card.data.license == "cc-by-4.0" and card.data.pretty_name
+    tokens = MarkdownIt("commonmark").enable("table").parse(card.text)
+    rows_per_table, rows = [], 0
+    for token in tokens:
+        if token.type == "tbody_open":
+            rows = 0
+        elif token.type == "tr_open":
+            rows += 1
+        elif token.type == "tbody_close":
+            rows_per_table.append(rows)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert {"Splits", "Fields", "Construction funnel", "Licence", "Limitations", "Citation"} <= set(headings)
+    # Splits (3), Fields (one per column), funnel (every stage): no table may end after its header.
+    assert len(rows_per_table) == 3 and rows_per_table[0] == 3 and min(rows_per_table) >= 3, rows_per_table

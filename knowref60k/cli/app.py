@@ -65,9 +65,20 @@ def _fail(error: Exception) -> typer.Exit:
     return typer.Exit(code=2)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from knowref60k.core.versioning import __version__
+
+        console.print(f"knowref60k {__version__}")
+        raise typer.Exit
+
+
 @app.callback()
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version.")
+    ] = False,
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"

@@ -22,13 +22,14 @@ from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.perturb import Perturb
+from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
 from knowref60k.prepare.stages.validate import Validate
 
 log = logging.getLogger(__name__)
 
 CANDIDATES_SUFFIX = ".candidates.parquet"
 
-STAGES: tuple[type[Stage[Any, Any]], ...] = (Validate, Deduplicate, Perturb)
+STAGES: tuple[type[Stage[Any, Any]], ...] = (Validate, OtherGenderPronoun, Deduplicate, Perturb)
 
 
 def prepare_stats() -> PipelineStats:

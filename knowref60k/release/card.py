@@ -41,6 +41,7 @@ def _yaml(
         lines.append("# WARNING: built from SIMULATED votes (a demo or test release), not from people.")
     lines += [
         f"pretty_name: KnowRef-60K-style pronoun problems from Reddit ({version})",
+        "license: cc-by-4.0",
         "language:",
         "- en",
         "task_categories:",
@@ -75,6 +76,40 @@ def _yaml(
     return "\n".join(lines) + "\n"
 
 
+LICENCE_AND_LIMITATIONS = """## Licence
+
+The labels, names and offsets of this release are CC BY 4.0. The sentences are excerpts of Reddit
+comments: they remain their authors' and are subject to Reddit's User Agreement and Data API terms;
+use them for research, and remove an item when its comment is deleted.
+
+## Limitations
+
+- Candidates are found by rules on a small spaCy model. On a hand-judged sample of Reddit (the
+  knowref60k repository's `data/eval/`), about 3 in 4 extracted candidates are valid problems (75.7%
+  precision; 68.4% on its held-back part) and about half of the valid sentences are found (52.3%).
+  Annotators' "neither" answers remove most invalid items; the share is reported above.
+- Names are replaced by US and world first names of the pronoun's gender; items whose other-gender
+  pronouns would be left dangling are dropped. The original text is English Reddit, with its topics
+  and biases.
+
+## Citation
+
+```bibtex
+@misc{knowref60k_pipeline,
+  title  = {knowref60k: KnowRef-60K-style pronoun problems mined from Reddit},
+  note   = {Dataset release built with the knowref60k pipeline},
+  year   = {2026}
+}
+@inproceedings{emami-etal-2020-analysis,
+  title     = {An Analysis of Dataset Overlap on {W}inograd-Style Tasks},
+  author    = {Emami, Ali and Suleman, Kaheer and Trischler, Adam and Cheung, Jackie Chi Kit},
+  booktitle = {Proceedings of the 28th International Conference on Computational Linguistics},
+  year      = {2020},
+}
+```
+"""
+
+
 def render_card(
     version: str,
     counts: Mapping[str, int],
@@ -101,18 +136,25 @@ def render_card(
         f"{config.rule.keep_at_least} of {config.rule.votes_per_item} agree. Built with knowref60k, "
         "following KnowRef-60K (Emami et al., COLING 2020).\n"
     )
-    parts.append("## Splits\n\n| split | items |\n|---|---:|\n")
-    parts.append("".join(f"| {split} | {counts[split]:,} |\n" for split in SPLITS))
+    # A table is one part: parts are joined with a blank line, which would end a table after its header.
+    parts.append(
+        "## Splits\n\n| split | items |\n|---|---:|\n"
+        + "".join(f"| {split} | {counts[split]:,} |\n" for split in SPLITS)
+    )
     parts.append(
         "\nSplits are decided by hashing the Reddit thread (`link_id`): no thread straddles two splits, "
         "and an "
         "item keeps its split in later releases.\n"
     )
-    parts.append("## Fields\n\n| field | type | description |\n|---|---|---|\n")
     fields = release_fields(overlap is not None)
-    parts.append("".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in fields))
-    parts.append("\n## Construction funnel\n\n![funnel](funnel.png)\n\n| stage | count |\n|---|---:|\n")
-    parts.append("".join(f"| {name} | {count:,} |\n" for name, count in funnel))
+    parts.append(
+        "## Fields\n\n| field | type | description |\n|---|---|---|\n"
+        + "".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in fields)
+    )
+    parts.append(
+        "## Construction funnel\n\n![funnel](funnel.png)\n\n| stage | count |\n|---|---:|\n"
+        + "".join(f"| {name} | {count:,} |\n" for name, count in funnel)
+    )
     items = summary["items"]
     parts.append(
         "\n## Agreement\n\n"
@@ -141,6 +183,7 @@ def render_card(
         "\n## Privacy\n\nNo Reddit username appears in this release. Annotator ids are opaque hashes. "
         "Items point to their comment by id only.\n"
     )
+    parts.append(LICENCE_AND_LIMITATIONS)
     return "\n".join(part.rstrip("\n") + "\n" for part in parts)
 
 
