@@ -227,3 +227,30 @@ def test_server_trouble_is_a_clear_error(project_settings: Settings, tmp_path: P
     ):
         client.push([item(1)], seed=0)
     assert not (tmp_path / "votes.parquet").exists()
+
+
+def _masked_ngrams(text: str, n: int = 8) -> set[tuple[str, ...]]:
+    """Word n-grams with every capitalised word as NAME: a perturbed copy of a sentence still matches."""
+    words = ["NAME" if w[0].isupper() else w.lower() for w in re.findall(r"[\w']+", text)]
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+@pytest.mark.integration
+def test_no_guideline_example_is_a_real_item_or_a_benchmark_sentence() -> None:
+    import orjson
+
+    from knowref60k.extract.gold import load_gold
+    from knowref60k.overlap.benchmarks import read_benchmarks
+    from knowref60k.overlap.contamination import benchmark_sentences
+    from tests.conftest import REPO, shared_file
+
+    guidelines = (REPO / "annotation" / "guidelines.html").read_text()
+    examples = [re.sub(r"<[^>]+>", "", text) for text in re.findall(r"<i>(.*?)</i>", guidelines, re.S)]
+    assert len(examples) >= 6
+    reference = orjson.loads(shared_file("data/knowref2019/knowref2019_reddit_items.json").read_bytes())
+    sentences = [s for item in reference for s in (*item["original_sentence"], item["sentence_with_pronoun"])]
+    sentences += [s for _, s in benchmark_sentences(read_benchmarks(shared_file("data/benchmarks")))]
+    sentences += [item.sentence for item in load_gold()]
+    known = set().union(*(_masked_ngrams(s.replace("[", "").replace("]", "")) for s in sentences))
+    for example in examples:
+        assert not _masked_ngrams(example) & known, example
