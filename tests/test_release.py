@@ -579,6 +579,7 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     assert CliRunner().invoke(app, [*args, "--version", "v1"]).exit_code == 0
     text = (tmp_path / "r" / "v1" / "README.md").read_text()
     card = DatasetCard(text)
+    assert "6 items were placed by thread and 0 by their own id" in text
     assert card.data.license == "cc-by-4.0" and card.data.pretty_name
     tokens = MarkdownIt("commonmark").enable("table").parse(card.text)
     rows_per_table, rows = [], 0
@@ -593,3 +594,10 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     assert {"Splits", "Fields", "Construction funnel", "Licence", "Limitations", "Citation"} <= set(headings)
     # Splits (3), Fields (one per column), funnel (every stage): no table may end after its header.
     assert len(rows_per_table) == 3 and rows_per_table[0] == 3 and min(rows_per_table) >= 3, rows_per_table
+
+
+def test_items_without_a_thread_are_counted_as_placed_by_their_own_id() -> None:
+    from knowref60k.release.build import grouped_by
+
+    rows = {"train": [{"link_id": None}, {"link_id": "t3_a"}, {"link_id": ""}], "test": [{"link_id": "t3_b"}]}
+    assert grouped_by(rows) == {"thread": 2, "item": 2}

@@ -217,7 +217,8 @@ def build_release(
             s: sum((staging / f).stat().st_size for f in files if f.startswith(f"data/{s}-")) for s in SPLITS
         }
         (staging / "README.md").write_text(
-            render_card(version, counts, sizes, funnel, report, config, simulated, overlap), encoding="utf-8"
+            render_card(version, counts, sizes, funnel, report, config, simulated, overlap, grouped_by(rows)),
+            encoding="utf-8",
         )
         manifest = _manifest(version, staging, files, inputs, report, config, simulated, counts)
         if overlap:
@@ -227,6 +228,14 @@ def build_release(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Release(version, target, counts, report, simulated, inputs.rejected_votes)
+
+
+def grouped_by(rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, int]:
+    """How many released items were split by their thread, and how many by their own id (no link_id)."""
+    kinds = Counter(
+        "thread" if row.get("link_id") else "item" for split_rows in rows.values() for row in split_rows
+    )
+    return {"thread": kinds["thread"], "item": kinds["item"]}
 
 
 def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dict[str, Any]:

@@ -119,6 +119,7 @@ def render_card(
     config: ReleaseConfig,
     simulated: bool,
     overlap: Mapping[str, Any] | None = None,
+    grouping: Mapping[str, int] | None = None,
 ) -> str:
     summary = report.summary()
     parts = [_yaml(version, counts, sizes, simulated, overlap is not None)]
@@ -141,10 +142,12 @@ def render_card(
         "## Splits\n\n| split | items |\n|---|---:|\n"
         + "".join(f"| {split} | {counts[split]:,} |\n" for split in SPLITS)
     )
+    grouping = grouping or {}
     parts.append(
-        "\nSplits are decided by hashing the Reddit thread (`link_id`): no thread straddles two splits, "
-        "and an "
-        "item keeps its split in later releases.\n"
+        "Splits are decided by hashing each item's Reddit thread (`link_id`), so that no thread straddles "
+        "two splits; an item without a thread id is placed by its own id. In this release "
+        f"{grouping.get('thread', 0):,} items were placed by thread and {grouping.get('item', 0):,} by their "
+        "own id. An item keeps its split in later releases.\n"
     )
     fields = release_fields(overlap is not None)
     parts.append(
