@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print_error(console, error)
         return 2
     for extracted, prepared in zip(result["extract"]["files"], result["prepare"]["files"], strict=True):
-        state = "skipped (already done)" if extracted["skipped"] else "extracted"
+        state = "skipped: already done" if extracted["skipped"] else "extracted"
         console.print(
             f"{Path(extracted['source']).name}: {extracted['candidates']:,} candidates ({state}), "
             f"{prepared['items']:,} items"

@@ -19,7 +19,7 @@ def test_missing_input_is_a_clear_error_without_traceback(tmp_path: Path) -> Non
     result = runner.invoke(app, ["extract", str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2
     assert "input file not found" in result.output and "RC_1999-01.zst" in result.output
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.output and "━" not in result.output  # no progress bar before it
 
 
 def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:

@@ -580,6 +580,8 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     text = (tmp_path / "r" / "v1" / "README.md").read_text()
     card = DatasetCard(text)
     assert "6 items were placed by thread and 0 by their own id" in text
+    stats = CliRunner().invoke(app, ["stats", str(tmp_path / "r" / "v1")])
+    assert "README.md: not a table" in stats.output and "None rows" not in stats.output
     assert card.data.license == "cc-by-4.0" and card.data.pretty_name
     tokens = MarkdownIt("commonmark").enable("table").parse(card.text)
     rows_per_table, rows = [], 0

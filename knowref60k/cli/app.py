@@ -55,7 +55,11 @@ ModelOption = Annotated[
 
 BenchmarksOption = Annotated[
     Path,
-    typer.Option("--benchmarks", help="Known benchmarks (WSC-273, DPR, WinoGrande) for the 13-gram check."),
+    typer.Option(
+        "--benchmarks",
+        help="Known benchmarks (WSC-273, DPR, WinoGrande) for the 13-gram check.",
+        show_default="../shared/data/benchmarks",
+    ),
 ]
 DEFAULT_BENCHMARKS = BENCHMARKS_DIR
 
@@ -113,10 +117,13 @@ def extract(
     from knowref60k.core.io import output_folder
     from knowref60k.core.stats import merge_stats
     from knowref60k.extract.extractor import Extractor, check_distinct_outputs
+    from knowref60k.ingest.readers import check_input
 
     try:
         check_distinct_outputs(inputs)
         output_folder(out)
+        for path in inputs:  # before any progress bar is drawn
+            check_input(path)
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )
@@ -126,7 +133,7 @@ def extract(
                 task = progress.add_task(path.name, total=path.stat().st_size if path.exists() else None)
                 report = extractor.extract_file(path, out, input_format, _advance(progress, task))
                 progress.update(task, completed=progress.tasks[task].total or 0)
-                state = "skipped (already done)" if report.skipped else f"{report.seconds:.1f} s"
+                state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
                 console.print(f"{path.name}: {report.rows:,} candidates, {state} -> {report.rows_path}")
                 stats_files.append(report.report_path)
     except UserError as error:
@@ -182,7 +189,7 @@ def prepare(
                 report = preparer.prepare_file(path, out)
                 total.merge(report.stats)
                 progress.advance(task)
-                state = "skipped (already done)" if report.skipped else f"{report.seconds:.1f} s"
+                state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
                 console.print(f"{path.name}: {report.rows:,} items, {state} -> {report.rows_path}")
     except UserError as error:
         raise _fail(error) from None
@@ -262,7 +269,8 @@ def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> No
     console.print(f"splits: {manifest['splits']}")
     _print_agreement(manifest["agreement"])
     for entry in manifest["files"]:
-        console.print(f"  {entry['path']}: {entry['rows']} rows, sha256 {entry['sha256'][:16]}...")
+        rows = f"{entry['rows']:,} rows" if entry["rows"] is not None else "not a table"
+        console.print(f"  {entry['path']}: {rows}, sha256 {entry['sha256'][:16]}...")
 
 
 @app.command()
