@@ -47,12 +47,14 @@ def measure(candidates: Path, work: Path) -> dict[str, object]:
         report = preparer.prepare_file(candidates, work)
         seconds = time.perf_counter() - started
     dedup = report.stats["dedup"]
+    candidates_in = report.stats["validate"].total
     return {
         "file": candidates.name,
-        "candidates": dedup.total,
+        "candidates": candidates_in,
+        "dropped_before_dedup": candidates_in - dedup.total,
         "items": report.rows,
         "seconds": round(seconds, 3),
-        "items_per_second": round(dedup.total / seconds),
+        "items_per_second": round(candidates_in / seconds),
         "exact_duplicates": dedup.dropped["exact_duplicate"],
         "near_duplicates": dedup.dropped["near_duplicate"],
         "exact_share": round(dedup.dropped["exact_duplicate"] / max(dedup.total, 1), 4),
@@ -75,7 +77,8 @@ def main() -> int:
         results.append(measure(knowref_candidates(work / "knowref2019.candidates.parquet"), work / "knowref"))
     for result in results:
         console.print(
-            f"prepare {result['file']}: {result['candidates']:,} candidates -> {result['items']:,} items in "
+            f"prepare {result['file']}: {result['candidates']:,} candidates -> {result['items']:,} items "
+            f"({result['dropped_before_dedup']} invalid or with a dangling pronoun) in "
             f"{result['seconds']} s = {result['items_per_second']:,} candidates/s; exact duplicates "
             f"{result['exact_duplicates']} ({result['exact_share']:.1%}), near duplicates "
             f"{result['near_duplicates']} ({result['near_share']:.1%})"
