@@ -439,7 +439,8 @@ def test_out_that_is_an_existing_file_is_a_clear_error(tmp_path: Path) -> None:
     a_file = tmp_path / "out.txt"
     a_file.write_text("not a folder")
     source = one_comment(tmp_path)
-    for command in (["extract", str(source)], ["prepare", str(tmp_path / "RC_one.candidates.parquet")]):
+    prepare = ["prepare", str(tmp_path / "RC_one.candidates.parquet"), "--index", str(tmp_path / "i.sqlite")]
+    for command in (["extract", str(source)], prepare):
         result = cli(*command, "--out", str(a_file))
         assert result.exit_code == 2, result.output
         assert "is a file, not a folder" in result.output and "Traceback" not in result.output

@@ -181,7 +181,8 @@ def prepare(
 
     try:
         settings = load_prepare_config(config, seed=seed)
-        index_path = index or output_folder(out) / "dedup-index.sqlite"
+        index_path = index or out / "dedup-index.sqlite"
+        output_folder(out)
         total = prepare_stats()
         with Preparer(settings, index_path) as preparer, _progress(in_bytes=False) as progress:
             task = progress.add_task("prepare", total=len(candidates))
