@@ -497,6 +497,10 @@ def test_release_loads_with_pandas_duckdb_and_datasets(pipeline_run: Path, tmp_p
     dataset = load_dataset(str(made.path))
     assert sum(dataset[split].num_rows for split in dataset) == 3
     assert all(dataset[split].features["label"].names == ["name1", "name2"] for split in dataset)
+    # Without the card: the Parquet files' own metadata carries the ClassLabel.
+    files = [str(p) for p in sorted((made.path / "data").glob("*.parquet"))]
+    plain = load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "cache"))["train"]
+    assert plain.features["label"].names == ["name1", "name2"]
 
 
 def test_missing_inputs_are_clear_errors(tmp_path: Path) -> None:

@@ -251,7 +251,9 @@ def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dic
 
 def _write_splits(staging: Path, rows: Mapping[str, list[dict[str, Any]]], audited: bool) -> list[str]:
     metadata = {b"huggingface": orjson.dumps({"info": {"features": hf_features(audited)}})}
-    schema = release_schema(audited).with_metadata(metadata)
+    # Nullable as `datasets` builds its own schema: it takes the features (the ClassLabel of `label`) from
+    # the metadata only for columns whose Arrow field, nullability included, equals its own.
+    schema = pa.schema([f.with_nullable(True) for f in release_schema(audited)]).with_metadata(metadata)
     files = []
     for split, split_rows in rows.items():
         # An empty split gets no file: readers such as `datasets` fail on a Parquet file of 0 rows.

@@ -171,12 +171,14 @@ def render_card(
     if overlap:
         parts.append(_overlap_section(overlap))
     parts.append(
-        "\n## Loading\n\n```python\n"
-        'import knowref60k\ntable = knowref60k.load_release("PATH", "train")      # pyarrow.Table\n\n'
-        'import pandas as pd\ndf = pd.read_parquet("PATH/data/train-00000-of-00001.parquet")\n\n'
-        "import duckdb\nduckdb.sql(\"SELECT label, count(*) FROM 'PATH/data/*.parquet' GROUP BY label\")\n\n"
+        "\n## Loading\n\nFrom inside this folder (the paths are relative to it):\n\n```python\n"
+        'import knowref60k\ntable = knowref60k.load_release(".", "train")      # pyarrow.Table\n\n'
+        "import glob\nimport pandas as pd\n"
+        'df = pd.concat(pd.read_parquet(p) for p in sorted(glob.glob("data/train-*.parquet")))\n\n'
+        "import duckdb\nduckdb.sql(\"SELECT label, count(*) FROM 'data/*.parquet' GROUP BY label\")\n\n"
         "from datasets import load_dataset\n"
-        'ds = load_dataset("PATH")                    # label is a ClassLabel\n'
+        'ds = load_dataset(".")                       # label is a ClassLabel\n'
+        'ds = load_dataset("parquet", data_files={"train": "data/train-*.parquet"})  # so is this one\n'
         "```\n\n"
         "`jsonl/{train,validation,test}.jsonl` hold the same items with KnowRef-60K's field names "
         "(`sentence_with_pronoun`, `candidate0`, `candidate1`, `correct_candidate`, `annotation_strength`).\n"

@@ -35,7 +35,7 @@ FIELDS: list[tuple[pa.Field, str]] = [
     (pa.field("pronoun_start", pa.int32(), nullable=False), "Character offset of the pronoun in `sentence`."),
     (pa.field("pronoun_end", pa.int32(), nullable=False), "End offset of the pronoun (exclusive)."),
     (
-        pa.field("label", pa.int8(), nullable=False),
+        pa.field("label", pa.int64(), nullable=False),  # int64: the Arrow type of a datasets ClassLabel
         "The referent: 0 = name1, 1 = name2 (a ClassLabel in `datasets`).",
     ),
     (
