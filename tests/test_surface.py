@@ -41,6 +41,21 @@ class Context:
         ("Roderick paints Madeline, but her pose exhausts.", "no_possible_sentence"),  # too few spaces
         ("Roderick painted 3 portraits of Madeline, but a pose exhausts her.", "no_possible_sentence"),
         ("I saw 3 films. Roderick is painting a portrait of Madeline, but every pose exhausts her.", None),
+        # A third-person pronoun before the connective: the names must come after it.
+        (
+            "Roderick told Madeline that it was late in the day, but the pose exhausts her.",
+            "no_possible_sentence",
+        ),
+        ("It was late when Roderick was painting Madeline, but every pose exhausts her.", None),
+        ("They say Roderick, who paints Madeline all day long, ignores her.", None),
+        # Only a pronoun standing alone is trusted: spaCy may keep "it.com" or "his_x" as one token.
+        ("Roderick told Madeline about it.com in the morning, but the pose exhausts her.", None),
+        ("Roderick told Madeline about his_work in the morning, but the pose exhausts her.", None),
+        (
+            'Roderick told Madeline "(it)" was late in the day, but the pose exhausts her.',
+            "no_possible_sentence",
+        ),
+        ("Roderick told Madeline it's late in the day, but the pose exhausts her.", "no_possible_sentence"),
     ],
 )
 def test_surface_checks(text: str, reason: str | None) -> None:

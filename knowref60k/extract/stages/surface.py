@@ -7,6 +7,11 @@ forbidden character, so it lies within one stretch of the paragraph between such
 stretch then has at least `min_spaces` spaces, a target pronoun, a connective before it, and at least
 two capitalised words (the two names) before that connective. `tests/test_surface.py` and `make bench`
 check on real data that the candidates are the same with the pre-filter on and off.
+
+The antecedent filter also drops a sentence with a third-person pronoun before its connective, so the
+two names must follow the last such pronoun before the connective. Only a pronoun standing alone
+between spaces (quotes, brackets, final punctuation and "'s"-style endings aside) is trusted here,
+since spaCy makes a token of exactly that word; anything else ("it.com", "his_name") is not counted.
 """
 
 from __future__ import annotations
@@ -14,12 +19,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.stage import Stage
 from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.records import Paragraph
 
 # A run of letters: a name token starts one (digits are forbidden in a sentence anyway).
 _LETTERS = re.compile(r"[^\W\d_]+")
+# Letter runs and single punctuation marks, in order: the words and punctuation connectives of a chunk.
+_RUNS = re.compile(r"[^\W\d_]+|[^\w\s]")
+# What spaCy splits off a word as prefix or suffix, and the contractions it splits off a pronoun.
+_OPENERS = "(\"'*"
+_CLOSERS = ",.;:!?)\"'*"
+_CONTRACTIONS = ("'s", "'re", "'d", "'ll", "'ve", "'m")
 
 
 def connective_pattern(connectives: Iterable[str]) -> re.Pattern[str]:
@@ -44,6 +56,8 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         forbidden = "".join(sorted(set(config.forbidden_chars)))
         self.forbidden = re.compile(f"[{re.escape(forbidden)}]") if forbidden else None
         self.min_spaces = config.min_spaces
+        self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
+        self.connective_words = frozenset(word for c in config.connectives for word in c.lower().split())
 
     def reject(self, item: Paragraph) -> str | None:
         if not self.enabled:
@@ -60,7 +74,32 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         if names_end is None:
             return False
         connective = self.connectives.search(text, names_end)
-        return connective is not None and self.pronouns.search(text, connective.end()) is not None
+        if connective is None or self.pronouns.search(text, connective.end()) is None:
+            return False
+        return self._names_after_the_last_blocking_pronoun(text)
+
+    def _names_after_the_last_blocking_pronoun(self, text: str) -> bool:
+        """Two capitalised words with no third-person pronoun after them up to a connective, and a target
+        pronoun after that connective. Every doubt counts in favour of keeping the text."""
+        capitalised = 0
+        armed = False
+        for chunk in text.split():
+            for run in _RUNS.finditer(chunk):
+                word = run.group()
+                if armed and self.pronouns.fullmatch(word):
+                    return True
+                armed = armed or (capitalised >= 2 and word.lower() in self.connective_words)
+                capitalised += len(word) > 1 and word[0].isupper()
+            if self._bare_word(chunk) in self.blocking:
+                capitalised = 0
+        return False
+
+    @staticmethod
+    def _bare_word(chunk: str) -> str:
+        """The chunk's word without the quotes, brackets and punctuation spaCy splits off, lower-cased."""
+        word = chunk.lstrip(_OPENERS).rstrip(_CLOSERS).lower()
+        ending = next((c for c in _CONTRACTIONS if word.endswith(c)), "")
+        return word[: len(word) - len(ending)]
 
     @staticmethod
     def _second_capitalised_word_end(text: str) -> int | None:
