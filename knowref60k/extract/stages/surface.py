@@ -16,31 +16,42 @@ since spaCy makes a token of exactly that word; anything else ("it.com", "his_na
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.stage import Stage
 from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.nlp import trie_pattern
 from knowref60k.extract.records import Paragraph
 
 # A run of letters: a name token starts one (digits are forbidden in a sentence anyway).
 _LETTERS = re.compile(r"[^\W\d_]+")
-# Letter runs and single punctuation marks, in order: the words and punctuation connectives of a chunk.
-_RUNS = re.compile(r"[^\W\d_]+|[^\w\s]")
 # What spaCy splits off a word as prefix or suffix, and the contractions it splits off a pronoun.
-_OPENERS = "(\"'*"
-_CLOSERS = ",.;:!?)\"'*"
-_CONTRACTIONS = ("'s", "'re", "'d", "'ll", "'ve", "'m")
+_OPENERS = r"[(\"'*]*"
+_CLOSERS = r"[,.;:!?)\"'*]*"
+_CONTRACTIONS = r"(?:'s|'re|'d|'ll|'ve|'m)?"
+
+
+def bare_word_pattern(words: Iterable[str]) -> re.Pattern[str]:
+    """The words standing alone between spaces, quotes, brackets and final punctuation aside ("(it)",
+    "he's,"): where spaCy surely makes a token of the word itself."""
+    alternatives = "|".join(sorted((re.escape(word) for word in words), key=len, reverse=True))
+    return re.compile(
+        rf"(?:^|\s){_OPENERS}(?:{alternatives}){_CONTRACTIONS}{_CLOSERS}(?=\s|$)", re.IGNORECASE
+    )
 
 
 def connective_pattern(connectives: Iterable[str]) -> re.Pattern[str]:
-    """Any word of any connective ("though" of "even though"), or a punctuation connective."""
-    alternatives = set()
-    for connective in connectives:
-        for word in connective.split():
-            alternatives.add(rf"\b{re.escape(word)}\b" if word.isalpha() else re.escape(word))
-    return re.compile("|".join(sorted(alternatives, key=len, reverse=True)), re.IGNORECASE)
+    """Any word of any connective ("though" of "even though"), or a punctuation connective. The words
+    are one trie-shaped alternation: scanning a paragraph for them is several times faster."""
+    words = {word.lower() for connective in connectives for word in connective.split()}
+    alternatives = [re.escape(word) for word in sorted(words) if not word.isalpha()]
+    letters = [word for word in words if word.isalpha()]
+    if letters:
+        alternatives.insert(0, rf"\b{trie_pattern(letters)}\b")
+    return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
 class SurfaceFilter(Stage[Paragraph, Paragraph]):
@@ -56,8 +67,7 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         forbidden = "".join(sorted(set(config.forbidden_chars)))
         self.forbidden = re.compile(f"[{re.escape(forbidden)}]") if forbidden else None
         self.min_spaces = config.min_spaces
-        self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
-        self.connective_words = frozenset(word for c in config.connectives for word in c.lower().split())
+        self.blocking_words = bare_word_pattern({*config.blocking_pronouns, *TARGET_PRONOUNS})
 
     def reject(self, item: Paragraph) -> str | None:
         if not self.enabled:
@@ -79,32 +89,26 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         return self._names_after_the_last_blocking_pronoun(text)
 
     def _names_after_the_last_blocking_pronoun(self, text: str) -> bool:
-        """Two capitalised words with no third-person pronoun after them up to a connective, and a target
-        pronoun after that connective. Every doubt counts in favour of keeping the text."""
-        capitalised = 0
-        armed = False
-        for chunk in text.split():
-            for run in _RUNS.finditer(chunk):
-                word = run.group()
-                if armed and self.pronouns.fullmatch(word):
-                    return True
-                armed = armed or (capitalised >= 2 and word.lower() in self.connective_words)
-                capitalised += len(word) > 1 and word[0].isupper()
-            if self._bare_word(chunk) in self.blocking:
-                capitalised = 0
+        """A connective with a target pronoun after it and two capitalised words before it, after the
+        last third-person pronoun that precedes it."""
+        last_pronoun = max(match.start() for match in self.pronouns.finditer(text))
+        blocking_ends = [0, *(match.end() for match in self.blocking_words.finditer(text))]
+        names_end_after: dict[int, int | None] = {}
+        for connective in self.connectives.finditer(text):
+            if connective.end() > last_pronoun:
+                return False
+            start = blocking_ends[bisect.bisect_right(blocking_ends, connective.start()) - 1]
+            if start not in names_end_after:
+                names_end_after[start] = self._second_capitalised_word_end(text, start)
+            names_end = names_end_after[start]
+            if names_end is not None and names_end <= connective.start():
+                return True
         return False
 
     @staticmethod
-    def _bare_word(chunk: str) -> str:
-        """The chunk's word without the quotes, brackets and punctuation spaCy splits off, lower-cased."""
-        word = chunk.lstrip(_OPENERS).rstrip(_CLOSERS).lower()
-        ending = next((c for c in _CONTRACTIONS if word.endswith(c)), "")
-        return word[: len(word) - len(ending)]
-
-    @staticmethod
-    def _second_capitalised_word_end(text: str) -> int | None:
+    def _second_capitalised_word_end(text: str, start: int = 0) -> int | None:
         capitalised = 0
-        for match in _LETTERS.finditer(text):
+        for match in _LETTERS.finditer(text, start):
             word = match.group()
             capitalised += len(word) > 1 and word[0].isupper()
             if capitalised == 2:
