@@ -74,7 +74,7 @@ class WorkerPool:
             return
         if abandon:
             # No public way to stop a ProcessPoolExecutor's workers before Python 3.14.
-            for process in list(self._pool._processes.values()):
+            for process in list((self._pool._processes or {}).values()):
                 process.terminate()
         self._pool.shutdown(cancel_futures=True)
         self._pool = None
