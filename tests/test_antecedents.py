@@ -80,9 +80,13 @@ def test_non_person_noun_phrase_is_rejected(extractor: CandidateExtractor) -> No
 
 @pytest.mark.integration
 def test_pronoun_before_the_connective_is_rejected(extractor: CandidateExtractor) -> None:
-    rows, stages = run(extractor, "John told Mary about his new car, but she did not listen to a word.")
+    rows, stages = run(extractor, "He said that John met Mary at the bar, but she did not listen to a word.")
     assert rows == []
     assert stages["antecedent"]["dropped"] == {"pronoun_before_connective": 1}
+    # Between the names and the connective, the surface pre-filter already sees it on the plain string.
+    rows, stages = run(extractor, "John told Mary about his new car, but she did not listen to a word.")
+    assert rows == []
+    assert stages["surface"]["dropped"] == {"no_possible_sentence": 1}
 
 
 @pytest.mark.integration
