@@ -474,8 +474,9 @@ def release_args(run: Path, votes: Path, out: Path) -> list[str]:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        ("truncated", "not a readable votes Parquet file"),
-        ("no_choice_column", "votes lack column(s) choice"),
+        ("truncated", "not a Parquet file"),
+        ("choice", "not a votes file, missing columns choice"),
+        ("simulated", "not a votes file, missing columns simulated"),
     ],
 )
 def test_unreadable_votes_are_a_clear_error(tmp_path: Path, damage: str, message: str) -> None:
@@ -485,8 +486,8 @@ def test_unreadable_votes_are_a_clear_error(tmp_path: Path, damage: str, message
     votes = run / "votes.parquet"
     if damage == "truncated":
         votes.write_bytes(votes.read_bytes()[:200])
-    else:
-        pq.write_table(pq.read_table(votes).drop_columns(["choice"]), votes)
+    else:  # a column left out
+        pq.write_table(pq.read_table(votes).drop_columns([damage]), votes)
     result = cli(*release_args(run, votes, tmp_path / "r"))
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
 

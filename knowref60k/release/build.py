@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import file_sha256
+from knowref60k.core.io import file_sha256, read_rows
 from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.overlap.audit import OverlapAudit, marked_release_row, overlap_summary
@@ -42,7 +42,8 @@ FUNNEL_LABELS = {
     "connective": "one connective",
 }
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
-VOTE_COLUMNS = ("item_id", "annotation_id", "annotator_id", "choice", "updated_at")
+# What agreement and the release rows read of a vote.
+VOTE_COLUMNS = ("item_id", "annotation_id", "annotator_id", "choice", "created_at", "updated_at", "simulated")
 
 
 def opaque(annotator_id: Any) -> str:
@@ -106,15 +107,8 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
 def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The usable votes of a votes file and how many were left out, by reason; a file that is not
     Parquet or lacks a column is a UserError."""
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as error:
-        raise UserError(f"{path}: not a readable votes Parquet file ({error})") from None
-    missing = [column for column in VOTE_COLUMNS if column not in table.column_names]
-    if missing:
-        raise UserError(f"{path}: votes lack column(s) {', '.join(missing)}")
     votes, rejected = [], Counter[str]()
-    for vote in table.to_pylist():
+    for vote in read_rows(path, list(VOTE_COLUMNS), "votes"):
         problem = _vote_problem(vote, items)
         if problem:
             rejected[problem] += 1
@@ -128,7 +122,7 @@ def _vote_problem(vote: Mapping[str, Any], items: Mapping[str, Any]) -> str | No
         return "unknown_choice"
     if vote["annotator_id"] is None:
         return "no_annotator"
-    if vote["updated_at"] is None or vote["annotation_id"] is None:
+    if vote["created_at"] is None or vote["updated_at"] is None or vote["annotation_id"] is None:
         return "no_annotation_time_or_id"
     if vote["item_id"] not in items:
         return "unknown_item"
