@@ -130,7 +130,7 @@ def extract(
         stats_files = []
         with Extractor(settings, workers=workers) as extractor, _progress() as progress:
             for path in inputs:
-                task = progress.add_task(path.name, total=path.stat().st_size if path.exists() else None)
+                task = progress.add_task(path.name, total=path.stat().st_size)
                 report = extractor.extract_file(path, out, input_format, _advance(progress, task))
                 progress.update(task, completed=progress.tasks[task].total or 0)
                 state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
@@ -449,7 +449,7 @@ def overlap_index(
         model_name = resolve_model_name(load_config(None, model=model).model)
         with CorpusIndexer(index, model_name, workers) as indexer, _progress() as progress:
             for path in corpus:
-                task = progress.add_task(path.name, total=path.stat().st_size if path.exists() else None)
+                task = progress.add_task(path.name, total=path.stat().st_size)
                 started = time.perf_counter()
                 report = indexer.add_file(path, input_format, _advance(progress, task))
                 progress.update(task, completed=progress.tasks[task].total or 0)

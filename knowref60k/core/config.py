@@ -172,13 +172,11 @@ def _checked(kind: type, path: Path | None, values: dict[str, Any]) -> dict[str,
     if unknown:
         raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(defaults)}")
     problems = [
-        problem
-        for name, value in values.items()
-        if value is not None and (problem := _type_problem(name, value, defaults[name]))
+        problem for name, value in values.items() if (problem := _type_problem(name, value, defaults[name]))
     ]
     if problems:
         raise UserError(f"invalid setting(s){where}:\n" + "\n".join(f"  {problem}" for problem in problems))
-    return {name: value for name, value in values.items() if value is not None}
+    return values
 
 
 def _type_problem(name: str, value: Any, default: Any) -> str | None:

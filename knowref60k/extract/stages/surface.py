@@ -37,9 +37,8 @@ _CONTRACTIONS = r"(?:'s|'re|'d|'ll|'ve|'m)?"
 def bare_word_pattern(words: Iterable[str]) -> re.Pattern[str]:
     """The words standing alone between spaces, quotes, brackets and final punctuation aside ("(it)",
     "he's,"): where spaCy surely makes a token of the word itself."""
-    alternatives = "|".join(sorted((re.escape(word) for word in words), key=len, reverse=True))
     return re.compile(
-        rf"(?:^|\s){_OPENERS}(?:{alternatives}){_CONTRACTIONS}{_CLOSERS}(?=\s|$)", re.IGNORECASE
+        rf"(?:^|\s){_OPENERS}{trie_pattern(words)}{_CONTRACTIONS}{_CLOSERS}(?=\s|$)", re.IGNORECASE
     )
 
 
@@ -76,8 +75,8 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         return None if any(self._may_hold_a_candidate(text) for text in stretches) else "no_possible_sentence"
 
     def _may_hold_a_candidate(self, text: str) -> bool:
-        """Two capitalised words, then a connective, then a target pronoun, in this order. Each is searched
-        for from where the one before it ends, so the first of each that can work is found once."""
+        """Two capitalised words, then a connective, then a target pronoun, in this order (each searched for
+        from where the one before it ends: a cheap first cut), then the blocking-pronoun rule."""
         if text.count(" ") < self.min_spaces:
             return False
         names_end = self._second_capitalised_word_end(text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import PrepareContext, Row
+from knowref60k.prepare.context import Row
 
 PRONOUNS_BY_GENDER = {
     "male": frozenset({"he", "him", "his", "himself"}),
@@ -30,9 +30,6 @@ def other_gender_pronouns(row: Row) -> list[str]:
 class OtherGenderPronoun(Stage[Row, Row]):
     name = "pronoun_gender"
     unit = "candidates"
-
-    def __init__(self, context: PrepareContext) -> None:
-        super().__init__()
 
     def reject(self, item: Row) -> str | None:
         return "other_gender_pronoun" if other_gender_pronouns(item) else None

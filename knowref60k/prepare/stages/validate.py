@@ -11,7 +11,7 @@ import orjson
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import PrepareContext, Row
+from knowref60k.prepare.context import Row
 
 # The spans of a candidate, in the order they occur in its sentence.
 SPANS = ("antecedent1", "antecedent2", "connective", "pronoun")
@@ -39,15 +39,15 @@ class Validate(Stage[Row, Row]):
     name = "validate"
     unit = "candidates"
 
-    def __init__(self, context: PrepareContext) -> None:
-        super().__init__()
-
     def run(self, items: Iterable[Row]) -> Iterator[Row]:
         for number, row in enumerate(items, start=1):
             problem = candidate_problem(row)
-            if self.count(problem[0] if problem else None):
+            if problem is None:
+                self.count(None)
                 yield row
-            else:
-                reason, detail = problem  # type: ignore[misc]
-                raw = orjson.dumps(row, default=str).decode()
-                self.quarantined.append(QuarantinedLine(number, reason, detail, raw))
+                continue
+            reason, detail = problem
+            self.count(reason)
+            self.quarantined.append(
+                QuarantinedLine(number, reason, detail, orjson.dumps(row, default=str).decode())
+            )
