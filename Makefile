@@ -15,7 +15,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 
 LS_VENV ?= .venv-labelstudio
 
-.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop chromium bench-annotation demo serve
+.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium bench-annotation demo serve
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio on 127.0.0.1 (dat
 
 labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started
 	@$(PY) -m annotation.server stop
+
+demo-stop: ## Stop the demo's own Label Studio (port 8081, data in .labelstudio-demo/)
+	@$(PY) -m annotation.server stop --demo
 
 model: ## (Re)install the spaCy pipeline (pinned en_core_web_sm, else ../shared/models)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model

@@ -24,7 +24,9 @@ def _fail(error: UserError) -> typer.Exit:
 
 @annotate_app.command()
 def push(
-    items: Annotated[list[Path], typer.Argument(help="*.items.parquet files from `prepare`.")],
+    items: Annotated[
+        list[Path], typer.Argument(metavar="ITEMS", help="*.items.parquet files from `prepare`.")
+    ],
     seed: SeedOption = ORDER_SEED,
     batch_size: Annotated[int, typer.Option(help="Tasks per import request.")] = 1000,
 ) -> None:

@@ -45,6 +45,18 @@ ITEM_COLUMNS = [
     "perturbed_pronoun_start",
     "perturbed_pronoun_end",
 ]
+ANNOTATOR_VIEW = "Tasks"
+# The data manager shows every column a view does not hide, raw markup and other annotators' answers
+# included; the annotators' view leaves the task id, the sentence as text, and how far each task has got.
+TASK_COLUMNS = (
+    "inner_id annotators annotations_results annotations_ids cancelled_annotations total_predictions "
+    "predictions_score predictions_model_versions predictions_results file_upload storage_filename "
+    "created_at updated_at updated_by avg_lead_time draft_exists allow_skip"
+).split()
+DATA_KEYS = ("item_id", "sentence_html", "options", "answer_identity", "source_file")
+HIDDEN_COLUMNS = sorted(
+    {f"tasks:{column}" for column in TASK_COLUMNS} | {f"tasks:data.{key}" for key in DATA_KEYS}
+)
 
 
 @dataclass(frozen=True)
@@ -103,22 +115,35 @@ class LabelStudioClient:
         return None
 
     def ensure_project(self) -> int:
-        """The project's id, creating it (5 distinct annotators per task) if it does not exist."""
-        found = self.find_project()
-        if found is not None:
-            return found
-        created = self.call(
-            self.sdk.projects.create,
-            title=self.settings.project,
-            description="Who does the highlighted pronoun refer to? (knowref60k)",
-            label_config=LABEL_CONFIG,
-            expert_instruction=GUIDELINES,
-            show_instruction=True,
-            show_skip_button=True,
-            maximum_annotations=ANNOTATIONS_PER_TASK,
+        """The project's id, creating it (5 distinct annotators per task) if it does not exist, with the
+        annotators' data-manager view."""
+        project = self.find_project()
+        if project is None:
+            created = self.call(
+                self.sdk.projects.create,
+                title=self.settings.project,
+                description="Who does the highlighted pronoun refer to? (knowref60k)",
+                label_config=LABEL_CONFIG,
+                expert_instruction=GUIDELINES,
+                show_instruction=True,
+                show_skip_button=True,
+                maximum_annotations=ANNOTATIONS_PER_TASK,
+            )
+            log.info("created project %s (%s)", created.id, self.settings.project)
+            project = int(created.id or 0)
+        self.ensure_annotator_view(project)
+        return project
+
+    def ensure_annotator_view(self, project: int) -> None:
+        """The project's data-manager tab for annotators: the sentence as text, no markup, ids or answers.
+        Views belong to the project, so every user of the organization sees this one."""
+        views: list[Any] = self.call(self.sdk.views.list, project=project)
+        if any((view.data or {}).get("title") == ANNOTATOR_VIEW for view in views):
+            return
+        hidden = {"explore": HIDDEN_COLUMNS, "labeling": HIDDEN_COLUMNS}
+        self.call(
+            self.sdk.views.create, project=project, data={"title": ANNOTATOR_VIEW, "hiddenColumns": hidden}
         )
-        log.info("created project %s (%s)", created.id, self.settings.project)
-        return int(created.id or 0)
 
     def existing_project(self) -> int:
         found = self.find_project()

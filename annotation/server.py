@@ -1,6 +1,6 @@
 """Start and stop a local Label Studio server (its own virtual environment, loopback only, SQLite).
 
-python -m annotation.server start|stop|status
+python -m annotation.server start|stop|status [--demo]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotation.settings import REPO, STATE_DIR, Settings, load_settings
+from annotation.settings import DEMO_STATE_DIR, REPO, STATE_DIR, Settings, demo_settings, load_settings
 from knowref60k.core.io import private_dir
 
 LABEL_STUDIO = Path(
@@ -141,8 +141,10 @@ def _reap(pid: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Local Label Studio server.")
     parser.add_argument("action", choices=["start", "stop", "status"])
+    parser.add_argument("--demo", action="store_true", help="the demo's own Label Studio (`make demo`)")
     args = parser.parse_args(argv)
-    server = Server(load_settings(create=args.action == "start"))
+    settings = load_settings(create=args.action == "start")
+    server = Server(demo_settings(settings), DEMO_STATE_DIR) if args.demo else Server(settings)
     try:
         if args.action == "start":
             print(server.start())

@@ -9,14 +9,13 @@ The release it cuts says in its first lines that its votes are simulated.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
 
-from annotation.settings import load_settings
+from annotation.settings import DEMO_STATE_DIR, demo_settings, load_settings
 from flows.annotate import collect_votes
 from flows.common import missing_inputs
 from flows.labelling import push, simulate, start_label_studio
@@ -34,15 +33,14 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DUMPS = [
     str(REPO.parent / "shared" / "data" / "reddit" / name) for name in ("RC_2005-12.zst", "RC_2006-01.zst")
 ]
-DEMO_PROJECT = "knowref60k demo (simulated annotators)"
 
 
 @flow(name="demo")
 def demo_flow(dumps: list[str], out_dir: str, annotators: int = 5, accuracy: float = 0.9) -> dict[str, Any]:
     out = Path(out_dir)
-    settings = dataclasses.replace(load_settings(create=True), project=DEMO_PROJECT)
+    settings = demo_settings(load_settings(create=True))
     pipeline = pipeline_flow(dumps, str(out))
-    start_label_studio(settings)
+    start_label_studio(settings, str(DEMO_STATE_DIR))
     items = [report["items_path"] for report in pipeline["prepare"]["files"]]
     pushed = push(settings, items)
     simulated = simulate(settings, annotators, accuracy, 0)
@@ -60,6 +58,7 @@ def demo_flow(dumps: list[str], out_dir: str, annotators: int = 5, accuracy: flo
         "simulated": simulated,
         "votes": collected,
         "release": release,
+        "label_studio": settings.url,
     }
 
 
@@ -94,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
             f"Agreement: items {agreement['items']}, Fleiss' kappa {kappa_text(agreement['fleiss_kappa'])}, "
             f"neither votes {agreement['neither_share']:.1%}, labels {agreement['label_balance']}"
         )
+    console.print(
+        f"Demo project in its own Label Studio at {result['label_studio']} (data in {DEMO_STATE_DIR}; "
+        "stop it with `make demo-stop`)"
+    )
     console.print(f"Release (SIMULATED votes): {release} {sizes}", style="bold")
     if sum(sizes.values()) == 0:
         console.print(

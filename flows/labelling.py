@@ -18,8 +18,8 @@ ACCOUNTS_FILE = STATE_DIR / "annotators.json"
 
 
 @task
-def start_label_studio(settings: Settings) -> str:
-    return Server(settings).start()
+def start_label_studio(settings: Settings, state_dir: str = str(STATE_DIR)) -> str:
+    return Server(settings, Path(state_dir)).start()
 
 
 @task(**RETRIES, retry_delay_seconds=30)

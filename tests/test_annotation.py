@@ -129,6 +129,11 @@ def test_project_is_created_once_with_five_annotators_per_task(project_settings:
         assert project.maximum_annotations == 5
         assert "Who does the highlighted word refer to?" in (project.expert_instruction or "")
         assert project.show_instruction
+        (view,) = client.sdk.views.list(project=first)  # one view, however often the project is ensured
+        hidden = set(view.data["hiddenColumns"]["explore"])
+        raw = {"tasks:data.sentence_html", "tasks:data.answer_identity", "tasks:annotations_results"}
+        assert raw <= hidden
+        assert "tasks:data.sentence" not in hidden
 
 
 @pytest.mark.integration

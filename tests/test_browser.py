@@ -51,6 +51,14 @@ def test_annotator_labels_in_the_browser_and_collect_sees_the_vote(
         page.fill("input[name=password]", annotator.password)
         page.click("button[type=submit]")
         page.wait_for_load_state("networkidle")
+        page.goto(f"{settings.url}/projects/{project}/data")
+        page.get_by_text(task_item["perturbed_sentence"]).wait_for(timeout=60_000)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "labelstudio-task-list.png"))
+        task_list = page.inner_text("body")
+        assert "sentence" in task_list  # the sentence column, as text
+        for raw in ("sentence_html", "knowref-sentence", "answer_identity", "item_id", "source_file"):
+            assert raw not in task_list, raw
         page.goto(f"{settings.url}/projects/{project}/data?labeling=1")
         page.wait_for_selector(".knowref-pronoun", timeout=60_000)
         assert page.get_by_text("Labeling Instructions").is_visible()  # the guidelines open first
@@ -60,7 +68,6 @@ def test_annotator_labels_in_the_browser_and_collect_sees_the_vote(
         choices = page.locator("label")  # each choice is a label with the name and its hotkey
         for label in (task_item["name1"], task_item["name2"], "Neither / can't tell"):
             assert choices.filter(has_text=label).count() == 1, label
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "labelstudio-task.png"))
         choices.filter(has_text=task_item["name2"]).click()
         with page.expect_response(

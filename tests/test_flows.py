@@ -327,6 +327,8 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     import flows.demo
 
     use_project(monkeypatch, label_studio, "unused: the demo names its own project")
+    # The demo's own Label Studio is, here, the session's server; its default is checked in test_settings.
+    monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", label_studio.url)
     from annotation.settings import ENV_FILE
 
     env_file_before = ENV_FILE.read_bytes() if ENV_FILE.exists() else None
@@ -372,6 +374,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
         "Label Studio: 6 tasks; 0 simulated annotations posted; 30 votes collected (30 simulated)" in printed
     )
     assert f"Release (SIMULATED votes): {release}" in printed
+    assert f"Demo project in its own Label Studio at {label_studio.url}" in printed
     assert snapshot(out / "releases") == before
 
 

@@ -12,9 +12,13 @@ import orjson
 import pytest
 
 from annotation.client import Account, save_accounts
+from annotation.server import Server
 from annotation.settings import (
+    DEMO_STATE_DIR,
     KEYS,
+    STATE_DIR,
     Settings,
+    demo_settings,
     load_settings,
     read_env_file,
     write_default_env_file,
@@ -114,6 +118,23 @@ def test_settings_come_from_the_env_file(tmp_path: Path) -> None:
         api_key="file-token",
         project="KnowRef-60K pronoun resolution",
     )
+
+
+def test_the_demo_has_a_label_studio_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", raising=False)
+    settings = load_settings(write_env(tmp_path / ".env", **FILE_VALUES))
+    demo = demo_settings(settings)
+    assert demo.url == "http://127.0.0.1:8081" and demo.project == "knowref60k demo (simulated annotators)"
+    assert (demo.username, demo.password, demo.api_key) == (
+        settings.username,
+        settings.password,
+        settings.api_key,
+    )
+    # another port, and another data folder: the real project's annotators never see the demo's
+    assert Server(demo, DEMO_STATE_DIR).data_dir != Server(settings).data_dir
+    assert DEMO_STATE_DIR != STATE_DIR
+    monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", "http://127.0.0.1:9999/")
+    assert demo_settings(settings).url == "http://127.0.0.1:9999"
 
 
 def test_environment_wins_over_the_env_file_key_by_key(

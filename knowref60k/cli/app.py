@@ -27,7 +27,14 @@ from rich.table import Table
 from rich.text import Text
 
 from annotation.cli import annotate_app
-from knowref60k.core.config import ANTECEDENT_RULES, DEFAULT_MODELS, PERSON_DETECTION_MODES, load_config
+from knowref60k.core.config import (
+    ANTECEDENT_RULES,
+    DEFAULT_MODELS,
+    PERSON_DETECTION_MODES,
+    InputFormat,
+    PersonDetection,
+    load_config,
+)
 from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import BENCHMARKS_DIR
@@ -104,14 +111,19 @@ def _interrupted(signum: int, frame: object) -> None:
 
 @app.command()
 def extract(
-    inputs: Annotated[list[Path], typer.Argument(help="Dumps: .zst/.gz/.bz2/.xz or plain NDJSON or text.")],
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(metavar="DUMP", help="Dumps: .zst/.gz/.bz2/.xz or plain NDJSON or text."),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Folder for candidates, stats and quarantine files.")],
     config: ConfigOption = None,
     model: ModelOption = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes for the spaCy work.")] = 2,
-    input_format: Annotated[str, typer.Option(help="auto, ndjson or text (one document per line).")] = "auto",
+    input_format: Annotated[InputFormat, typer.Option(help="text: one document per line.")] = "auto",
     max_connectives: Annotated[int | None, typer.Option(help="Connectives allowed after collapsing.")] = None,
-    person_detection: Annotated[str | None, typer.Option(help="ner, names or both.")] = None,
+    person_detection: Annotated[
+        PersonDetection | None, typer.Option(help="Which signals say a name is a person.")
+    ] = None,
 ) -> None:
     """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
     from knowref60k.core.io import output_folder
@@ -163,7 +175,9 @@ def _progress(in_bytes: bool = True) -> Progress:
 
 @app.command()
 def prepare(
-    candidates: Annotated[list[Path], typer.Argument(help="*.candidates.parquet files from `extract`.")],
+    candidates: Annotated[
+        list[Path], typer.Argument(metavar="CANDIDATES", help="*.candidates.parquet files from `extract`.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Folder for the items and their reports.")],
     index: Annotated[
         Path | None,
@@ -428,12 +442,13 @@ def _overlap_audit(index: Path, benchmarks: Path, model: str | None) -> Any:
 @overlap_app.command("index")
 def overlap_index(
     corpus: Annotated[
-        list[Path], typer.Argument(help="Text (one document per line), JSONL or Reddit dumps.")
+        list[Path],
+        typer.Argument(metavar="CORPUS", help="Text (one document per line), JSONL or Reddit dumps."),
     ],
     index: IndexOption,
     model: ModelOption = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes for cleaning and splitting.")] = 2,
-    input_format: Annotated[str, typer.Option(help="auto, ndjson or text (one document per line).")] = "auto",
+    input_format: Annotated[InputFormat, typer.Option(help="text: one document per line.")] = "auto",
 ) -> None:
     """Index every sentence of the corpus files; an interrupted run resumes, finished files are skipped."""
     from knowref60k.extract.nlp import resolve_model_name

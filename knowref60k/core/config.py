@@ -8,7 +8,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import orjson
 
@@ -63,7 +63,11 @@ BLOCKING_PRONOUNS = (
     "himself",
     "herself",
 )
-PERSON_DETECTION_MODES = ("ner", "names", "both")
+# text: one document per line.
+InputFormat = Literal["auto", "ndjson", "text"]
+INPUT_FORMATS: tuple[str, ...] = get_args(InputFormat)
+PersonDetection = Literal["ner", "names", "both"]
+PERSON_DETECTION_MODES: tuple[str, ...] = get_args(PersonDetection)
 # two_noun_phrases: the spec's "exactly two minimal NPs before the connective, both persons";
 # two_persons: exactly two person NPs there, other (non-person) NPs allowed.
 ANTECEDENT_RULES = ("two_noun_phrases", "two_persons")

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO, cast
 import orjson
 import zstandard
 
+from knowref60k.core.config import INPUT_FORMATS
 from knowref60k.core.errors import UserError
 from knowref60k.core.records import Comment, QuarantinedLine
 from knowref60k.core.stats import StageStats
@@ -24,7 +25,6 @@ from knowref60k.core.stats import StageStats
 # Pushshift writes with window log 31; the default decoder limit refuses such frames.
 ZSTD_MAX_WINDOW = 2**31
 READ_SIZE = 4 * 1024 * 1024
-INPUT_FORMATS = ("auto", "ndjson", "text")
 # What the candidates' `created_utc` column (int64) can hold.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTF8_BOM = b"\xef\xbb\xbf"

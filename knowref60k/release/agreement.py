@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CHOICES = ("antecedent1", "antecedent2", "neither")
+# A vote names an antecedent of the candidate; the release shows the names that replaced them.
+RELEASE_NAMES = {"antecedent1": "name1", "antecedent2": "name2", "neither": "neither"}
 KEPT, REJECTED_NEITHER, REJECTED_AMBIGUOUS, PENDING = (
     "kept",
     "rejected_neither",
@@ -139,7 +141,11 @@ def agreement(
         ],
         neither_share=sum(v["choice"] == "neither" for v in counted) / len(counted) if counted else 0.0,
         label_balance=dict(
-            sorted(Counter(d.label for d in decisions.values() if d.status == KEPT and d.label).items())
+            sorted(
+                Counter(
+                    RELEASE_NAMES[d.label] for d in decisions.values() if d.status == KEPT and d.label
+                ).items()
+            )
         ),
         status_counts=dict(sorted(Counter(d.status for d in decisions.values()).items())),
         simulated_votes=sum(bool(v.get("simulated")) for v in all_votes),

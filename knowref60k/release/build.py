@@ -26,7 +26,7 @@ from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.overlap.audit import OverlapAudit, marked_release_row, overlap_summary
 from knowref60k.overlap.figures import render_overlap_png
-from knowref60k.release.agreement import CHOICES, KEPT, AgreementReport, agreement
+from knowref60k.release.agreement import CHOICES, KEPT, RELEASE_NAMES, AgreementReport, agreement
 from knowref60k.release.card import render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.schema import hf_features, release_schema
@@ -130,7 +130,6 @@ def _vote_problem(vote: Mapping[str, Any], items: Mapping[str, Any]) -> str | No
 
 
 def release_row(item: Mapping[str, Any], decision: Any) -> dict[str, Any]:
-    names = {"antecedent1": "name1", "antecedent2": "name2", "neither": "neither"}
     return {
         "id": item["candidate_id"],
         "sentence": item["perturbed_sentence"],
@@ -145,7 +144,7 @@ def release_row(item: Mapping[str, Any], decision: Any) -> dict[str, Any]:
         "pronoun_end": item["perturbed_pronoun_end"],
         "label": 0 if decision.label == "antecedent1" else 1,
         "annotation_strength": decision.strength,
-        "votes": [names[v["choice"]] for v in decision.votes],
+        "votes": [RELEASE_NAMES[v["choice"]] for v in decision.votes],
         "annotators": [opaque(v["annotator_id"]) for v in decision.votes],
         "simulated_votes": sum(bool(v["simulated"]) for v in decision.votes),
         "comment_id": item["comment_id"],
