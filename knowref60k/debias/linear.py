@@ -1,0 +1,81 @@
+"""L2-regularised logistic regression, fitted with Newton-CG: the linear classifier of AFLite's
+ensemble and of the probe that checks its result, on hashed n-grams (sparse) or embeddings (dense)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import optimize, sparse
+from scipy.special import expit, log_expit
+
+Array = NDArray[Any]
+Features: TypeAlias = Any  # a scipy.sparse csr_matrix or an ndarray; scipy.sparse has no type stubs
+
+L2 = 1.0  # per instance, as in scikit-learn's C=1
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    columns: Array | None  # sparse features: the columns seen in training (every other weight is zero)
+    weights: Array
+    bias: float
+
+    def predict(self, features: Features) -> Array:
+        chosen = features if self.columns is None else features[:, self.columns]
+        return np.asarray(chosen @ self.weights + self.bias > 0, dtype=np.int8)
+
+
+def fit(features: Features, labels: Array, max_iterations: int = 20) -> LinearModel:
+    """Minimise the summed log-loss plus L2/2 |w|^2 (the bias is not penalised). Only the sign of the
+    predictions is used: 20 Newton steps predict as accurately as 100 on WinoGrande (measured), in a
+    fifth of the time."""
+    columns = np.unique(features.indices) if sparse.issparse(features) else None
+    seen = features if columns is None else features[:, columns].tocsr()
+    targets = labels.astype(np.float64)
+    dimensions = seen.shape[1]
+
+    def loss_and_gradient(parameters: Array) -> tuple[float, Array]:
+        weights, bias = parameters[:dimensions], parameters[dimensions]
+        margins = seen @ weights + bias
+        loss = -np.sum(targets * log_expit(margins) + (1 - targets) * log_expit(-margins))
+        residuals = expit(margins) - targets
+        gradient = np.empty_like(parameters)
+        gradient[:dimensions] = seen.T @ residuals + L2 * weights
+        gradient[dimensions] = residuals.sum()
+        return float(loss + 0.5 * L2 * weights @ weights), gradient
+
+    def hessian_times(parameters: Array, vector: Array) -> Array:
+        probabilities = expit(seen @ parameters[:dimensions] + parameters[dimensions])
+        curvature = probabilities * (1 - probabilities) * (seen @ vector[:dimensions] + vector[dimensions])
+        product = np.empty_like(vector)
+        product[:dimensions] = seen.T @ curvature + L2 * vector[:dimensions]
+        product[dimensions] = curvature.sum()
+        return product
+
+    # Newton-CG needs only products with the Hessian, two sparse products each: on these sparse,
+    # wide problems it is about ten times faster than L-BFGS-B.
+    result = optimize.minimize(
+        loss_and_gradient,
+        np.zeros(dimensions + 1),
+        jac=True,
+        hessp=hessian_times,
+        method="Newton-CG",
+        options={"maxiter": max_iterations},
+    )
+    return LinearModel(columns, result.x[:dimensions], float(result.x[dimensions]))
+
+
+def group_split(groups: Array, first_size: int, generator: np.random.Generator) -> tuple[Array, Array]:
+    """Positions split in two at random, whole groups at a time, the first part holding at least
+    `first_size` instances (a group never has members on both sides)."""
+    order = generator.permutation(int(groups.max()) + 1 if len(groups) else 0)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    positions = np.argsort(rank[groups], kind="stable")
+    sizes = np.bincount(groups)[order]
+    cut = int(np.searchsorted(np.cumsum(sizes), first_size))
+    taken = int(np.cumsum(sizes)[cut]) if cut < len(sizes) else len(groups)
+    return positions[:taken], positions[taken:]

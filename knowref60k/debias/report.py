@@ -1,0 +1,136 @@
+"""`knowref60k debias`: AFLite on a release or a WinoGrande file, with its evidence, written to a folder:
+`aflite.parquet` (per instance: score, round removed, kept), `report.json` and `report.png`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from numpy.typing import NDArray
+
+from knowref60k.core.errors import UserError
+from knowref60k.core.figures import pyplot, save_figure
+from knowref60k.core.io import atomic_path, write_json_atomic
+from knowref60k.debias.aflite import Parameters, Result, aflite
+from knowref60k.debias.encoder import MiniLM
+from knowref60k.debias.evidence import BINS, Evidence, evidence, first_component, pmi_subset, random_subset
+from knowref60k.debias.features import labels_of, ngram_features
+from knowref60k.debias.linear import Features
+from knowref60k.debias.problems import Problem, read_problems
+
+Array = NDArray[Any]
+
+FEATURES = {
+    "ngrams": "hashed word 1-2-grams: those of the sentence filled with option 1 minus those filled with "
+    "option 2, and the shared context (2^18 buckets)",
+    "encoder": "all-MiniLM-L6-v2 embedding of the sentence filled with option 1 minus that with option 2",
+}
+COLUMNS = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("label", pa.int64(), nullable=False),
+        pa.field("aflite_score", pa.float64()),
+        pa.field("aflite_removed_round", pa.int32()),
+        pa.field("aflite_kept", pa.bool_(), nullable=False),
+    ]
+)
+# WinoGrande's Figure 1, for the README and the report.
+PAPER_KL = {"full": 2.53, "aflite": 0.12, "random": 2.51, "pmi": 2.42}
+
+
+def debias(
+    source: Path,
+    out_dir: Path,
+    parameters: dict[str, Any],
+    features_name: str = "ngrams",
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """AFLite over every problem of `source`; writes the three outputs and returns the report."""
+    if features_name not in FEATURES:
+        raise UserError(f"unknown features {features_name!r}; use one of {', '.join(FEATURES)}")
+    started = time.perf_counter()
+    problems = read_problems(source)
+    chosen = Parameters.for_size(len(problems), **parameters)
+    words, labels = ngram_features(problems), labels_of(problems)
+    features = words if features_name == "ngrams" else encoder_features(problems, progress)
+    featurised = time.perf_counter()
+    _, groups = np.unique([problem.group or problem.id for problem in problems], return_inverse=True)
+    result = aflite(features, labels, chosen, groups, progress)
+    filtered = time.perf_counter()
+    subsets = {
+        "full": np.ones(len(problems), dtype=bool),
+        "aflite": result.kept,
+        "random": random_subset(len(problems), int(result.kept.sum()), chosen.seed),
+        "pmi": pmi_subset(words, labels, int(result.kept.sum())),
+    }
+    found = {
+        name: evidence(features[mask], labels[mask], groups[mask], chosen.seed)
+        for name, mask in subsets.items()
+    }
+    report = {
+        "source": str(source),
+        "instances": len(problems),
+        "features": {"name": features_name, "description": FEATURES[features_name]},
+        **result.summary(),
+        "evidence": {name: asdict(item) for name, item in found.items()},
+        "winogrande_figure_1_kl": PAPER_KL,
+        "seconds": {
+            "features": round(featurised - started, 1),
+            "aflite": round(filtered - featurised, 1),
+            "evidence": round(time.perf_counter() - filtered, 1),
+        },
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_scores(out_dir / "aflite.parquet", problems, labels, result)
+    write_json_atomic(out_dir / "report.json", report)
+    _plot(out_dir / "report.png", features, labels, subsets, found)
+    return report
+
+
+def encoder_features(problems: list[Problem], progress: Callable[[int], None] | None = None) -> Array:
+    """The difference of the two filled sentences' embeddings (float64 for the solvers)."""
+    encoder = MiniLM()
+    embeddings = encoder.encode([text for problem in problems for text in problem.filled], progress)
+    return np.asarray(embeddings[0::2] - embeddings[1::2], dtype=np.float64)
+
+
+def _write_scores(path: Path, problems: list[Problem], labels: Array, result: Result) -> None:
+    scores = [None if np.isnan(score) else float(score) for score in result.scores]
+    rounds = [int(r) or None for r in result.removed_in_round]
+    columns = [[p.id for p in problems], labels.astype(np.int64), scores, rounds, result.kept]
+    with atomic_path(path) as temporary:
+        pq.write_table(pa.table(columns, schema=COLUMNS), temporary, compression="zstd")
+
+
+def _plot(
+    path: Path,
+    features: Features,
+    labels: Array,
+    subsets: dict[str, Array],
+    found: dict[str, Evidence],
+) -> None:
+    """Like WinoGrande's Figure 1: each label's distribution along the subset's first component."""
+    plt = pyplot()
+    figure, axes = plt.subplots(1, len(subsets), figsize=(4 * len(subsets), 3.2))
+    for axis, (name, mask) in zip(axes, subsets.items(), strict=True):
+        projection, subset_labels = first_component(features[mask]), labels[mask]
+        edges = np.histogram_bin_edges(projection, bins=BINS)
+        for label in (0, 1):
+            axis.hist(
+                projection[subset_labels == label],
+                bins=edges,
+                alpha=0.55,
+                density=True,
+                label=f"label {label}",
+            )
+        item = found[name]
+        axis.set_title(f"{name}: n={item.size:,}\nKL {item.kl_pc1:.2f}, probe {item.probe_accuracy:.1%}")
+        axis.set_xlabel("first principal component")
+    axes[0].legend()
+    save_figure(figure, path)

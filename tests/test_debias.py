@@ -1,0 +1,134 @@
+"""AFLite: the algorithm on data with a planted artefact, determinism, parameter checks, the readers and
+the evidence it writes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from knowref60k.core.errors import UserError
+from knowref60k.debias.aflite import Parameters, aflite
+from knowref60k.debias.evidence import pmi_subset, probe_accuracy, random_subset
+from knowref60k.debias.features import labels_of, ngram_features
+from knowref60k.debias.problems import Problem, read_problems
+from knowref60k.debias.report import debias
+
+WORDS = [f"word{i}" for i in range(400)]
+NAMES = [f"Name{i}" for i in range(60)]
+
+
+def synthetic(size: int, planted_share: float, seed: int = 1) -> tuple[list[Problem], np.ndarray]:
+    """Random sentences, balanced labels; in a planted share, a cue word gives the label away."""
+    generator = random.Random(seed)
+    problems, planted = [], np.zeros(size, dtype=bool)
+    for index in range(size):
+        words = generator.choices(WORDS, k=12)
+        words.insert(generator.randrange(4, 12), "_")
+        label = index % 2
+        if generator.random() < planted_share:
+            planted[index] = True
+            words.append("cueone" if label == 1 else "cuezero")
+        sentence = " ".join(words)
+        first, second = generator.sample(NAMES, 2)
+        filled = (sentence.replace("_", first), sentence.replace("_", second))
+        problems.append(Problem(f"p{index}", filled, label))
+    return problems, planted
+
+
+def test_aflite_removes_the_planted_artefact_and_little_else() -> None:
+    problems, planted = synthetic(1200, 0.25)
+    features, labels = ngram_features(problems), labels_of(problems)
+    result = aflite(features, labels, Parameters.for_size(len(problems), k=60, seed=0))  # n = 64
+    removed = ~result.kept
+    # Most of the planted set goes; of the rest only what chance and the drifting label balance (an
+    # artefact too, once the planted instances are gone) make predictable.
+    assert removed[planted].mean() >= 0.8, removed[planted].mean()
+    assert removed[~planted].mean() <= 0.15, removed[~planted].mean()
+    assert [r["round"] for r in result.rounds] == list(range(1, len(result.rounds) + 1))
+    assert result.rounds[-1]["removed"] < 60 or len(problems) - removed.sum() - 60 < result.parameters.m
+    # what is left holds nothing a fresh probe can learn; the same-size random subset still does
+    kept = result.kept
+    random_mask = random_subset(len(problems), int(kept.sum()), 0)
+    groups = np.arange(len(problems))
+    assert probe_accuracy(features[kept], labels[kept], groups[kept], 0) < 0.6
+    assert probe_accuracy(features[random_mask], labels[random_mask], groups[random_mask], 0) > 0.6
+
+
+def test_aflite_is_deterministic_and_the_seed_matters() -> None:
+    problems, _ = synthetic(400, 0.3, seed=2)
+    features, labels = ngram_features(problems), labels_of(problems)
+    runs = [aflite(features, labels, Parameters.for_size(400, n=8, k=20, seed=seed)) for seed in (5, 5, 6)]
+    assert np.array_equal(runs[0].removed_in_round, runs[1].removed_in_round)
+    assert np.array_equal(runs[0].scores, runs[1].scores, equal_nan=True)
+    assert not np.array_equal(runs[0].scores, runs[2].scores, equal_nan=True)
+
+
+def test_parameters_scale_with_the_data_and_refuse_what_cannot_work() -> None:
+    assert Parameters.for_size(60_000) == Parameters(m=10_000, n=64, k=500, tau=0.75, seed=0)
+    assert Parameters.for_size(10_234) == Parameters(m=2_046, n=64, k=102, tau=0.75, seed=0)
+    with pytest.raises(UserError, match="at least 100 instances"):
+        Parameters.for_size(80)  # a release of 80 items cannot use AFLite's defaults
+    with pytest.raises(UserError, match="must be smaller than the 500 instances"):
+        Parameters.for_size(500, m=500)
+    with pytest.raises(UserError, match=r"tau = 0\.3"):
+        Parameters.for_size(500, tau=0.3)
+    with pytest.raises(UserError, match="n and k must be at least 1"):
+        Parameters.for_size(500, k=0)
+
+
+def test_pmi_baseline_removes_instances_with_label_words_first() -> None:
+    problems, planted = synthetic(600, 0.3, seed=3)
+    features, labels = ngram_features(problems), labels_of(problems)
+    kept = pmi_subset(features, labels, 400)
+    assert kept.sum() == 400
+    assert (~kept)[planted].mean() > (~kept)[~planted].mean()
+
+
+def write_winogrande_tsv(path: Path, problems: list[Problem]) -> None:
+    lines = ["index\tsentence1\tsentence2\tlabel\tcandidate0\tcandidate1"]
+    for number, problem in enumerate(problems):
+        for option, text in enumerate(problem.filled):
+            head, tail = text.split(" ", 1)
+            lines.append(f"{number}\t{head}\t {tail}\t{int(option == problem.label)}\tA\tB")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_debias_writes_scores_a_report_and_a_figure(tmp_path: Path) -> None:
+    problems, planted = synthetic(600, 0.25, seed=4)
+    source = tmp_path / "train_s.tsv"
+    write_winogrande_tsv(source, problems)
+    assert [p.label for p in read_problems(source)] == [p.label for p in problems]
+    report = debias(source, tmp_path / "out", {"k": 30, "seed": 0})
+    rows = pq.read_table(tmp_path / "out" / "aflite.parquet").to_pylist()
+    assert [row["id"] for row in rows] == [f"train_s-{i}" for i in range(600)]
+    kept = np.array([row["aflite_kept"] for row in rows])
+    assert all((row["aflite_removed_round"] is None) == row["aflite_kept"] for row in rows)
+    assert report["kept"] == kept.sum() and (~kept)[planted].mean() >= 0.7  # m is only 120 here
+    assert orjson.loads((tmp_path / "out" / "report.json").read_bytes()) == orjson.loads(orjson.dumps(report))
+    evidence = report["evidence"]
+    assert evidence["aflite"]["size"] == evidence["random"]["size"] == evidence["pmi"]["size"] == kept.sum()
+    assert evidence["aflite"]["probe_accuracy"] < evidence["random"]["probe_accuracy"]
+    assert (tmp_path / "out" / "report.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_readers_name_the_file_and_line(tmp_path: Path) -> None:
+    bad_header = tmp_path / "train.tsv"
+    bad_header.write_text("a\tb\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"train\.tsv: line 1: expected the columns"):
+        read_problems(bad_header)
+    jsonl = tmp_path / "dev.jsonl"
+    jsonl.write_text(
+        '{"qID": "q1", "sentence": "Ann beat Bo because _ was fast.", "option1": "Ann", "option2": "Bo", '
+        '"answer": "1"}\n'
+        '{"qID": "q2", "sentence": "no blank", "option1": "A", "option2": "B", "answer": "2"}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(UserError, match=r"dev\.jsonl: line 2: needs a '_' blank"):
+        read_problems(jsonl)
+    with pytest.raises(UserError, match="no such file"):
+        read_problems(tmp_path / "missing.tsv")
