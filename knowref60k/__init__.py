@@ -10,8 +10,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def load_release(path: Any, split: str) -> "pa.Table":
-    """One split of a release as a pyarrow Table: `knowref60k.load_release("data/releases/v1", "test")`."""
+def load_release(path: Any, split: str, debiased: bool = False) -> "pa.Table":
+    """One split of a release as a pyarrow Table: `knowref60k.load_release("data/releases/v1", "test")`;
+    `debiased=True` gives the items AFLite kept (a release cut with `release --debias`)."""
     from knowref60k.release.load import load_release as load
 
-    return load(path, split)
+    return load(path, split, debiased)

@@ -8,15 +8,22 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
+import knowref60k
+from annotation.votes import VOTE_SCHEMA
+from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
+from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.debias.aflite import Parameters, aflite
 from knowref60k.debias.evidence import pmi_subset, probe_accuracy, random_subset
 from knowref60k.debias.features import labels_of, ngram_features
 from knowref60k.debias.problems import Problem, read_problems
 from knowref60k.debias.report import debias
+from tests.test_release import synthetic_run, vote
 
 WORDS = [f"word{i}" for i in range(400)]
 NAMES = [f"Name{i}" for i in range(60)]
@@ -132,3 +139,73 @@ def test_readers_name_the_file_and_line(tmp_path: Path) -> None:
         read_problems(jsonl)
     with pytest.raises(UserError, match="no such file"):
         read_problems(tmp_path / "missing.tsv")
+
+
+# ---- releases: `release --debias` ----
+
+
+def run_with_both_labels(folder: Path, items: int) -> Path:
+    """A pipeline folder of `items` kept items, half labelled name1 and half name2; in every fifth a
+    cue word tells the label."""
+    run = synthetic_run(folder, {f"t3_{n}": 1 for n in range(items)})
+    item_file = run / "items" / "RC_2099-01.items.parquet"
+    rows = pq.read_table(item_file).to_pylist()
+    for number, row in enumerate(rows):
+        if number % 5 == 0:
+            cue = " gladly" if number % 2 else " sadly"
+            row["perturbed_sentence"] = row["sentence"] = row["sentence"].replace(" left.", cue + " left.")
+    pq.write_table(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA), item_file)
+    choices = {row["candidate_id"]: "antecedent2" if n % 2 else "antecedent1" for n, row in enumerate(rows)}
+    votes = [vote(a, choices[item], a, item) for item in choices for a in range(5)]
+    pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), run / "votes.parquet")
+    return run
+
+
+def test_release_debias_adds_aflite_columns_and_a_debiased_config(tmp_path: Path) -> None:
+    from datasets import load_dataset
+    from huggingface_hub import DatasetCard
+
+    run = run_with_both_labels(tmp_path / "run", 300)
+    args = ["release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--debias"]
+    for out in ("a", "b"):
+        result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / out), "--version", "v1"])
+        assert result.exit_code == 0, result.output
+    assert "items kept in the `debiased` config" in result.output
+    first, second = tmp_path / "a" / "v1", tmp_path / "b" / "v1"
+    for path in sorted(p for p in first.rglob("*") if p.is_file()):  # seeded: byte-identical
+        assert path.read_bytes() == (second / path.relative_to(first)).read_bytes(), path
+    manifest = orjson.loads((first / "manifest.json").read_bytes())
+    assert manifest["config"]["debias"] == "ngrams" and manifest["aflite"]["instances"] == 300
+    for split in ("train", "validation", "test"):
+        rows = knowref60k.load_release(first, split).to_pylist()
+        kept = knowref60k.load_release(first, split, debiased=True).to_pylist()
+        assert [row for row in rows if row["aflite_kept"]] == kept
+        assert all((row["aflite_removed_round"] is None) == row["aflite_kept"] for row in rows)
+    every = [
+        row
+        for split in ("train", "validation", "test")
+        for row in knowref60k.load_release(first, split).to_pylist()
+    ]
+    cued = [row for row in every if " gladly " in row["sentence"] or " sadly " in row["sentence"]]
+    assert sum(not row["aflite_kept"] for row in cued) / len(cued) >= 0.8  # the cue gave them away
+    assert manifest["aflite"]["kept"] == sum(row["aflite_kept"] for row in every)
+    card = DatasetCard((first / "README.md").read_text())
+    assert [c["config_name"] for c in card.data.configs] == ["default", "debiased"]
+    assert "## Debiased subset (AFLite)" in card.text and "| aflite |" in card.text
+    debiased = load_dataset(str(first), "debiased")
+    assert sum(debiased[split].num_rows for split in debiased) == manifest["aflite"]["kept"]
+    assert debiased["train"].features["label"].names == ["name1", "name2"]
+
+
+def test_release_debias_refuses_a_release_too_small_for_aflite(tmp_path: Path) -> None:
+    run = run_with_both_labels(tmp_path / "run", 40)
+    args = ["release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--debias"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "r"), "--version", "v1"])
+    assert result.exit_code == 2
+    printed = " ".join(result.output.split())
+    assert "AFLite cannot run" in printed and "at least 100 instances" in printed
+    assert not (tmp_path / "r" / "v1").exists()
+    plain = CliRunner().invoke(app, [*args[:-1], "--out", str(tmp_path / "r"), "--version", "v1"])
+    assert plain.exit_code == 0, plain.output
+    with pytest.raises(UserError, match="no debiased config"):
+        knowref60k.load_release(tmp_path / "r" / "v1", "train", debiased=True)

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 import typer
@@ -231,11 +231,19 @@ def release(
     ] = None,
     benchmarks: BenchmarksOption = DEFAULT_BENCHMARKS,
     model: ModelOption = None,
+    debias: Annotated[
+        bool,
+        typer.Option("--debias", help="Add AFLite's columns and a `debiased` config (`knowref60k debias`)."),
+    ] = False,
+    debias_features: Annotated[
+        Literal["ngrams", "encoder"], typer.Option(help="AFLite's features with --debias.")
+    ] = "ngrams",
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.release.agreement import AgreementRule
     from knowref60k.release.build import build_release
     from knowref60k.release.config import ReleaseConfig
+    from knowref60k.release.load import read_manifest
     from knowref60k.release.splits import SPLITS
 
     try:
@@ -244,7 +252,7 @@ def release(
         except ValueError:
             raise UserError(f"--split-proportions takes three numbers, not {split_proportions!r}") from None
         rule = AgreementRule(votes_per_item=votes_per_item, keep_at_least=keep_at_least)
-        config = ReleaseConfig(rule=rule, proportions=shares)
+        config = ReleaseConfig(rule=rule, proportions=shares, debias=debias_features if debias else None)
         audit = _overlap_audit(overlap_index, benchmarks, model) if overlap_index else None
         made = build_release(run, votes, version, out, config, audit)
     except UserError as error:
@@ -257,6 +265,12 @@ def release(
         f"Release {version}: {', '.join(f'{k} {v:,}' for k, v in made.splits.items())} -> {made.path}"
     )
     _print_agreement(made.report.summary())
+    if debias:
+        aflite = read_manifest(made.path)["aflite"]
+        console.print(
+            f"AFLite ({debias_features}): {aflite['kept']:,} of {aflite['instances']:,} items kept "
+            "in the `debiased` config"
+        )
 
 
 def _print_agreement(summary: dict[str, Any]) -> None:
@@ -286,6 +300,56 @@ def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> No
     for entry in manifest["files"]:
         rows = f"{entry['rows']:,} rows" if entry["rows"] is not None else "not a table"
         console.print(f"  {entry['path']}: {rows}, sha256 {entry['sha256'][:16]}...")
+
+
+@app.command()
+def debias(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RELEASE_OR_FILE", help="A release folder, or a WinoGrande train_*.tsv or *.jsonl."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Folder for aflite.parquet, report.json, report.png.")],
+    features: Annotated[
+        Literal["ngrams", "encoder"],
+        typer.Option(help="Hashed word n-grams, or all-MiniLM-L6-v2 embeddings (optional extra)."),
+    ] = "ngrams",
+    m: Annotated[
+        int | None, typer.Option(help="Training instances per model (default: N/5, at most 10,000).")
+    ] = None,
+    n: Annotated[int, typer.Option(help="Models per round.")] = 64,
+    k: Annotated[
+        int | None, typer.Option(help="Most instances removed per round (default: N/100, at most 500).")
+    ] = None,
+    tau: Annotated[float, typer.Option(help="Least predictability score to be removed.")] = 0.75,
+    seed: Annotated[int, typer.Option(help="Seed of the random partitions.")] = 0,
+) -> None:
+    """AFLite (WinoGrande's adversarial filtering): score every problem by how well linear models predict
+    it, remove the most predictable, and show the evidence against random and PMI filtering."""
+    from knowref60k.debias.report import debias as run_debias
+
+    parameters = {"m": m, "n": n, "k": k, "tau": tau, "seed": seed}
+    with _progress(in_bytes=False) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def report_progress(phase: str, done: int, total: int | None) -> None:
+            if phase not in tasks:
+                label = "encoding sentences" if phase == "encode" else "AFLite: models trained"
+                tasks[phase] = progress.add_task(label, total=total)
+            progress.advance(tasks[phase], done)
+
+        try:
+            report = run_debias(source, out, parameters, features, report_progress)
+        except UserError as error:
+            raise _fail(error) from None
+    table = Table(title=f"AFLite on {report['instances']:,} problems ({features}): {report['kept']:,} kept")
+    for column in ("subset", "size", "KL along PC1", "probe accuracy"):
+        table.add_column(column)
+    for name, found in report["evidence"].items():
+        table.add_row(name, f"{found['size']:,}", f"{found['kl_pc1']:.3f}", f"{found['probe_accuracy']:.1%}")
+    console.print(table)
+    console.print(f"parameters {report['parameters']}; {len(report['rounds'])} round(s); outputs in {out}")
 
 
 @app.command()

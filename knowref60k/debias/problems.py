@@ -53,8 +53,12 @@ def _release_problems(folder: Path) -> Iterator[Problem]:
     if not shards:
         raise UserError(f"{folder}: no data/*.parquet (is this a release folder?)")
     for shard in shards:
-        for row in pq.read_table(shard).to_pylist():
-            yield Problem(row["id"], _fill_pronoun(row), int(row["label"]), row["id"])
+        yield from map(release_problem, pq.read_table(shard).to_pylist())
+
+
+def release_problem(row: dict[str, Any]) -> Problem:
+    """A release item as a problem: its own group (items are not twins)."""
+    return Problem(row["id"], _fill_pronoun(row), int(row["label"]), row["id"])
 
 
 def _fill_pronoun(row: dict[str, Any]) -> tuple[str, str]:

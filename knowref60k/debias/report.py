@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,53 +44,100 @@ COLUMNS = pa.schema(
 PAPER_KL = {"full": 2.53, "aflite": 0.12, "random": 2.51, "pmi": 2.42}
 
 
-def debias(
-    source: Path,
-    out_dir: Path,
+@dataclass
+class Analysis:
+    """AFLite's result on a set of problems, the subsets compared and the evidence on each."""
+
+    result: Result
+    report: dict[str, Any]
+    features: Features
+    labels: Array
+    subsets: dict[str, Array]
+    evidence: dict[str, Evidence]
+    # apart from the report, which must not change from run to run
+    seconds: dict[str, float]
+
+    def plot(self, path: Path) -> None:
+        _plot(path, self.features, self.labels, self.subsets, self.evidence)
+
+
+def analyse(
+    problems: list[Problem],
     parameters: dict[str, Any],
     features_name: str = "ngrams",
-    progress: Callable[[int], None] | None = None,
-) -> dict[str, Any]:
-    """AFLite over every problem of `source`; writes the three outputs and returns the report."""
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> Analysis:
+    """AFLite over the problems and the evidence against random and PMI subsets of the same size.
+    `progress(phase, done, total)` hears of sentences encoded and models trained."""
     if features_name not in FEATURES:
         raise UserError(f"unknown features {features_name!r}; use one of {', '.join(FEATURES)}")
     started = time.perf_counter()
-    problems = read_problems(source)
     chosen = Parameters.for_size(len(problems), **parameters)
     words, labels = ngram_features(problems), labels_of(problems)
-    features = words if features_name == "ngrams" else encoder_features(problems, progress)
+
+    def step(phase: str, total: int | None) -> Callable[[int], None] | None:
+        return (lambda done: progress(phase, done, total)) if progress else None
+
+    sentences = 2 * len(problems)
+    features = words if features_name == "ngrams" else encoder_features(problems, step("encode", sentences))
     featurised = time.perf_counter()
     _, groups = np.unique([problem.group or problem.id for problem in problems], return_inverse=True)
-    result = aflite(features, labels, chosen, groups, progress)
+    result = aflite(features, labels, chosen, groups, step("fit", None))
     filtered = time.perf_counter()
+    kept = int(result.kept.sum())
     subsets = {
         "full": np.ones(len(problems), dtype=bool),
         "aflite": result.kept,
-        "random": random_subset(len(problems), int(result.kept.sum()), chosen.seed),
-        "pmi": pmi_subset(words, labels, int(result.kept.sum())),
+        "random": random_subset(len(problems), kept, chosen.seed),
+        "pmi": pmi_subset(words, labels, kept),
     }
     found = {
         name: evidence(features[mask], labels[mask], groups[mask], chosen.seed)
         for name, mask in subsets.items()
     }
     report = {
-        "source": str(source),
         "instances": len(problems),
         "features": {"name": features_name, "description": FEATURES[features_name]},
         **result.summary(),
         "evidence": {name: asdict(item) for name, item in found.items()},
         "winogrande_figure_1_kl": PAPER_KL,
-        "seconds": {
-            "features": round(featurised - started, 1),
-            "aflite": round(filtered - featurised, 1),
-            "evidence": round(time.perf_counter() - filtered, 1),
-        },
     }
+    seconds = {
+        "features": round(featurised - started, 1),
+        "aflite": round(filtered - featurised, 1),
+        "evidence": round(time.perf_counter() - filtered, 1),
+    }
+    return Analysis(result, report, features, labels, subsets, found, seconds)
+
+
+def debias(
+    source: Path,
+    out_dir: Path,
+    parameters: dict[str, Any],
+    features_name: str = "ngrams",
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> dict[str, Any]:
+    """AFLite over every problem of `source`; writes aflite.parquet, report.json and report.png."""
+    problems = read_problems(source)
+    analysis = analyse(problems, parameters, features_name, progress)
+    report = {"source": str(source), **analysis.report, "seconds": analysis.seconds}
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_scores(out_dir / "aflite.parquet", problems, labels, result)
+    _write_scores(out_dir / "aflite.parquet", problems, analysis.labels, analysis.result)
     write_json_atomic(out_dir / "report.json", report)
-    _plot(out_dir / "report.png", features, labels, subsets, found)
+    analysis.plot(out_dir / "report.png")
     return report
+
+
+def columns_of(result: Result) -> list[dict[str, Any]]:
+    """Per instance, in order: the AFLite columns of a release row."""
+    return [
+        {
+            "aflite_score": None if np.isnan(score) else float(score),
+            "aflite_removed_round": int(removed) or None,
+            "aflite_kept": not removed,
+        }
+        for score, removed in zip(result.scores, result.removed_in_round, strict=True)
+    ]
 
 
 def encoder_features(problems: list[Problem], progress: Callable[[int], None] | None = None) -> Array:
@@ -101,11 +148,12 @@ def encoder_features(problems: list[Problem], progress: Callable[[int], None] | 
 
 
 def _write_scores(path: Path, problems: list[Problem], labels: Array, result: Result) -> None:
-    scores = [None if np.isnan(score) else float(score) for score in result.scores]
-    rounds = [int(r) or None for r in result.removed_in_round]
-    columns = [[p.id for p in problems], labels.astype(np.int64), scores, rounds, result.kept]
+    rows = [
+        {"id": problem.id, "label": int(label), **columns}
+        for problem, label, columns in zip(problems, labels, columns_of(result), strict=True)
+    ]
     with atomic_path(path) as temporary:
-        pq.write_table(pa.table(columns, schema=COLUMNS), temporary, compression="zstd")
+        pq.write_table(pa.Table.from_pylist(rows, schema=COLUMNS), temporary, compression="zstd")
 
 
 def _plot(

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import pyarrow as pa
@@ -31,6 +31,9 @@ from knowref60k.release.card import render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.schema import hf_features, release_schema
 from knowref60k.release.splits import SPLITS, split_of
+
+if TYPE_CHECKING:
+    from knowref60k.debias.report import Analysis
 
 SHARD_ROWS = 100_000
 # What has passed each early extraction stage, as the release funnel shows it.
@@ -190,11 +193,19 @@ def build_release(
             item = inputs.items[item_id]
             rows[split_of(item, config.proportions)].append(release_row(item, decision))
     overlap = _audit(rows, audit) if audit else None
+    debiased = _debias(rows, config.debias) if config.debias else None
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "data").mkdir(parents=True)
     try:
-        files = _write_splits(staging, rows, audited=overlap is not None)
+        files = _write_splits(staging, rows, audited=overlap is not None, debiased=debiased is not None)
+        if debiased:
+            kept = {
+                split: [row for row in split_rows if row["aflite_kept"]] for split, split_rows in rows.items()
+            }
+            files += _write_splits(staging, kept, overlap is not None, True, "data/debiased/")
+            debiased.plot(staging / "aflite.png")
+            files.append("aflite.png")
         files += _write_jsonl(staging, rows)
         simulated = report.simulated_votes > 0
         counts = {name: len(split_rows) for name, split_rows in rows.items()}
@@ -210,12 +221,25 @@ def build_release(
             s: sum((staging / f).stat().st_size for f in files if f.startswith(f"data/{s}-")) for s in SPLITS
         }
         (staging / "README.md").write_text(
-            render_card(version, counts, sizes, funnel, report, config, simulated, overlap, grouped_by(rows)),
+            render_card(
+                version,
+                counts,
+                sizes,
+                funnel,
+                report,
+                config,
+                simulated,
+                overlap,
+                grouped_by(rows),
+                debiased.report if debiased else None,
+            ),
             encoding="utf-8",
         )
         manifest = _manifest(version, staging, files, inputs, report, config, simulated, counts)
         if overlap:
             manifest["overlap"] = overlap
+        if debiased:
+            manifest["aflite"] = debiased.report
         (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
         os.rename(staging, target)
     finally:
@@ -242,17 +266,37 @@ def _audit(rows: Mapping[str, list[dict[str, Any]]], audit: OverlapAudit) -> dic
     return overlap_summary({**rows, "all": every}, audit)
 
 
-def _write_splits(staging: Path, rows: Mapping[str, list[dict[str, Any]]], audited: bool) -> list[str]:
-    metadata = {b"huggingface": orjson.dumps({"info": {"features": hf_features(audited)}})}
+def _debias(rows: Mapping[str, list[dict[str, Any]]], features: str) -> Analysis:
+    """AFLite over every kept item (all splits together); its columns are added to every row."""
+    from knowref60k.debias.problems import release_problem
+    from knowref60k.debias.report import analyse, columns_of
+
+    every = [row for split_rows in rows.values() for row in split_rows]
+    analysis = analyse([release_problem(row) for row in every], {}, features)
+    for row, columns in zip(every, columns_of(analysis.result), strict=True):
+        row.update(columns)
+    return analysis
+
+
+def _write_splits(
+    staging: Path,
+    rows: Mapping[str, list[dict[str, Any]]],
+    audited: bool,
+    debiased: bool = False,
+    prefix: str = "data/",
+) -> list[str]:
+    metadata = {b"huggingface": orjson.dumps({"info": {"features": hf_features(audited, debiased)}})}
     # Nullable as `datasets` builds its own schema: it takes the features (the ClassLabel of `label`) from
     # the metadata only for columns whose Arrow field, nullability included, equals its own.
-    schema = pa.schema([f.with_nullable(True) for f in release_schema(audited)]).with_metadata(metadata)
+    fields = release_schema(audited, debiased)
+    schema = pa.schema([f.with_nullable(True) for f in fields]).with_metadata(metadata)
+    (staging / prefix).mkdir(parents=True, exist_ok=True)
     files = []
     for split, split_rows in rows.items():
         # An empty split gets no file: readers such as `datasets` fail on a Parquet file of 0 rows.
         shards = -(-len(split_rows) // SHARD_ROWS)
         for shard in range(shards):
-            name = f"data/{split}-{shard:05d}-of-{shards:05d}.parquet"
+            name = f"{prefix}{split}-{shard:05d}-of-{shards:05d}.parquet"
             chunk = split_rows[shard * SHARD_ROWS : (shard + 1) * SHARD_ROWS]
             table = pa.Table.from_pylist(chunk, schema=schema)
             pq.write_table(table, staging / name, compression="zstd")

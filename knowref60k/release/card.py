@@ -33,7 +33,12 @@ def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
 
 
 def _yaml(
-    version: str, counts: Mapping[str, int], sizes: Mapping[str, int], simulated: bool, audited: bool
+    version: str,
+    counts: Mapping[str, int],
+    sizes: Mapping[str, int],
+    simulated: bool,
+    audited: bool,
+    debiased: bool = False,
 ) -> str:
     present = [split for split in SPLITS if counts[split]]
     lines = ["---"]
@@ -55,8 +60,13 @@ def _yaml(
     ]
     for split in present:
         lines += [f"  - split: {split}", f"    path: data/{split}-*.parquet"]
+    if debiased:
+        # As winogrande_debiased: only the items AFLite kept (`aflite_kept`), in the same splits.
+        lines += ["- config_name: debiased", "  data_files:"]
+        for split in present:
+            lines += [f"  - split: {split}", f"    path: data/debiased/{split}-*.parquet"]
     lines += ["dataset_info:", "  features:"]
-    for name, feature in hf_features(audited).items():
+    for name, feature in hf_features(audited, debiased).items():
         lines.append(f"  - name: {name}")
         if feature["_type"] == "ClassLabel":
             lines += ["    dtype:", "      class_label:", "        names:"]
@@ -120,9 +130,10 @@ def render_card(
     simulated: bool,
     overlap: Mapping[str, Any] | None = None,
     grouping: Mapping[str, int] | None = None,
+    aflite: Mapping[str, Any] | None = None,
 ) -> str:
     summary = report.summary()
-    parts = [_yaml(version, counts, sizes, simulated, overlap is not None)]
+    parts = [_yaml(version, counts, sizes, simulated, overlap is not None, aflite is not None)]
     if simulated:
         parts.append(
             f"> **WARNING: SIMULATED VOTES.** {report.simulated_votes:,} votes of this release came from "
@@ -149,7 +160,7 @@ def render_card(
         f"{grouping.get('thread', 0):,} items were placed by thread and {grouping.get('item', 0):,} by their "
         "own id. An item keeps its split in later releases.\n"
     )
-    fields = release_fields(overlap is not None)
+    fields = release_fields(overlap is not None, aflite is not None)
     parts.append(
         "## Fields\n\n| field | type | description |\n|---|---|---|\n"
         + "".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in fields)
@@ -170,6 +181,8 @@ def render_card(
     )
     if overlap:
         parts.append(_overlap_section(overlap))
+    if aflite:
+        parts.append(_aflite_section(aflite))
     parts.append(
         "\n## Loading\n\nFrom inside this folder (the paths are relative to it):\n\n```python\n"
         'import knowref60k\ntable = knowref60k.load_release(".", "train")      # pyarrow.Table\n\n'
@@ -218,4 +231,32 @@ def _overlap_section(overlap: Mapping[str, Any]) -> str:
         "`benchmark_overlap` names the benchmark (WSC-273, DPR, WinoGrande) an item shares a 13-gram with "
         "(lower-cased, punctuation removed); such items should be left out when testing on that benchmark.",
     ]
+    return "\n".join(lines) + "\n"
+
+
+def _aflite_section(aflite: Mapping[str, Any]) -> str:
+    parameters, evidence = aflite["parameters"], aflite["evidence"]
+    lines = [
+        "\n## Debiased subset (AFLite)\n",
+        "The `debiased` config holds the items that AFLite (Sakaguchi et al., WinoGrande, AAAI 2020, "
+        "Algorithm 1) kept: in each round "
+        f"{parameters['n']} logistic regressions, each trained on {parameters['m']:,} random items, "
+        "predicted the others; the items predicted right in at least "
+        f"{parameters['tau']:.0%} of the times they were held out were removed, at most {parameters['k']:,} "
+        "per round, until fewer qualified or too few were left. Features: "
+        f"{aflite['features']['description']}. Seed {parameters['seed']}; "
+        f"{len(aflite['rounds'])} round(s); {aflite['kept']:,} of {aflite['instances']:,} items kept. "
+        "Every item carries `aflite_score`, `aflite_removed_round` and `aflite_kept`.\n",
+        "The evidence, as in WinoGrande: the KL divergence between the two labels' distributions along "
+        "the first principal component of the features, and the held-out accuracy of a fresh linear probe "
+        "(50% = nothing left to learn), against a random subset and a PMI-filtered subset of the same "
+        "size.\n",
+        "| subset | items | KL along PC1 | probe accuracy |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, found in evidence.items():
+        lines.append(
+            f"| {name} | {found['size']:,} | {found['kl_pc1']:.3f} | {found['probe_accuracy']:.1%} |"
+        )
+    lines += ["", "![aflite](aflite.png)"]
     return "\n".join(lines) + "\n"

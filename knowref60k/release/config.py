@@ -15,6 +15,8 @@ from knowref60k.release.splits import DEFAULT_PROPORTIONS, SPLITS
 class ReleaseConfig:
     rule: AgreementRule = field(default_factory=AgreementRule)
     proportions: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PROPORTIONS))
+    # AFLite's features ("ngrams" or "encoder") for a `debiased` config; None: no debiasing.
+    debias: str | None = None
 
     def __post_init__(self) -> None:
         if sorted(self.proportions) != sorted(SPLITS) or abs(sum(self.proportions.values()) - 1) > 1e-9:
@@ -23,4 +25,8 @@ class ReleaseConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"agreement": self.rule.to_dict(), "split_proportions": dict(self.proportions)}
+        return {
+            "agreement": self.rule.to_dict(),
+            "split_proportions": dict(self.proportions),
+            "debias": self.debias,
+        }

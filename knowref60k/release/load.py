@@ -35,12 +35,16 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return dict(manifest)
 
 
-def load_release(path: str | Path, split: str) -> pa.Table:
-    """One split of a release as a pyarrow Table (all its shards, in order)."""
+def load_release(path: str | Path, split: str, debiased: bool = False) -> pa.Table:
+    """One split of a release as a pyarrow Table (all its shards, in order); with `debiased`, only the
+    items AFLite kept (a release cut with `--debias`)."""
     if split not in SPLITS:
         raise UserError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     manifest = read_manifest(Path(path))
-    shards = sorted((Path(path) / "data").glob(f"{split}-*.parquet"))
+    if debiased and "aflite" not in manifest:
+        raise UserError(f"{path}: this release has no debiased config (cut it with `release --debias`)")
+    folder = Path(path) / "data" / ("debiased" if debiased else "")
+    shards = sorted(folder.glob(f"{split}-*.parquet"))
     if not shards:
-        return release_schema("overlap" in manifest).empty_table()
+        return release_schema("overlap" in manifest, "aflite" in manifest).empty_table()
     return pa.concat_tables(pq.read_table(shard) for shard in shards)

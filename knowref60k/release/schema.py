@@ -63,6 +63,15 @@ FIELDS: list[tuple[pa.Field, str]] = [
     (pa.field("created_utc", pa.int64()), "Comment time, Unix seconds."),
     (pa.field("source_file", pa.string(), nullable=False), "The dump the comment came from."),
 ]
+# With `release --debias`: AFLite's verdict on every item (knowref60k.debias).
+AFLITE_FIELDS: list[tuple[pa.Field, str]] = [
+    (
+        pa.field("aflite_score", pa.float64()),
+        "Share of AFLite's held-out linear models that predicted the label (last round the item was in).",
+    ),
+    (pa.field("aflite_removed_round", pa.int32()), "The AFLite round that removed the item; null if kept."),
+    (pa.field("aflite_kept", pa.bool_()), "Whether the item is in the `debiased` config."),
+]
 HF_FEATURES = {
     "label": {"names": list(LABEL_NAMES), "_type": "ClassLabel"},
     "votes": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
@@ -74,21 +83,22 @@ _HF_DTYPES = {
     pa.int32(): "int32",
     pa.int64(): "int64",
     pa.float64(): "float64",
+    pa.bool_(): "bool",
 }
 
 
-def release_fields(audited: bool) -> list[tuple[pa.Field, str]]:
-    """The release's columns: the overlap audit's columns follow when the release was audited."""
-    return FIELDS + OVERLAP_FIELDS if audited else FIELDS
+def release_fields(audited: bool, debiased: bool = False) -> list[tuple[pa.Field, str]]:
+    """The release's columns: the overlap audit's and AFLite's follow when the release has them."""
+    return FIELDS + (OVERLAP_FIELDS if audited else []) + (AFLITE_FIELDS if debiased else [])
 
 
-def release_schema(audited: bool) -> pa.Schema:
-    return pa.schema([f for f, _ in release_fields(audited)])
+def release_schema(audited: bool, debiased: bool = False) -> pa.Schema:
+    return pa.schema([f for f, _ in release_fields(audited, debiased)])
 
 
-def hf_features(audited: bool = False) -> dict[str, Any]:
+def hf_features(audited: bool = False, debiased: bool = False) -> dict[str, Any]:
     features: dict[str, Any] = {}
-    for f, _ in release_fields(audited):
+    for f, _ in release_fields(audited, debiased):
         features[f.name] = HF_FEATURES.get(
             f.name, {"dtype": _HF_DTYPES.get(f.type, "string"), "_type": "Value"}
         )
