@@ -15,7 +15,7 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 
 LS_VENV ?= .venv-labelstudio
 
-.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium bench-annotation demo serve
+.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium bench-annotation bench-debias demo serve
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -98,6 +98,9 @@ bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst (
 
 bench-overlap: setup ## Overlap index of RC_sample_1M.zst; WSC / DPR / WinoGrande scored against it (docs/overlap-benchmarks.png)
 	$(PY) benchmarks/bench_overlap.py
+
+bench-debias: setup ## AFLite on WinoGrande's train_l.tsv with n-gram and encoder features: times and evidence
+	$(PY) benchmarks/bench_debias.py
 
 bench-annotation: setup $(LS_VENV)/.installed ## Push 10k items to / collect 50k votes from a fresh Label Studio
 	$(PY) benchmarks/bench_annotation.py

@@ -86,6 +86,10 @@ def test_parameters_scale_with_the_data_and_refuse_what_cannot_work() -> None:
         Parameters.for_size(500, tau=0.3)
     with pytest.raises(UserError, match="n and k must be at least 1"):
         Parameters.for_size(500, k=0)
+    problems, _ = synthetic(200, 0.0)
+    one_group = np.zeros(200, dtype=np.int64)
+    with pytest.raises(UserError, match="200 of the 200 instances form one group"):
+        aflite(ngram_features(problems), labels_of(problems), Parameters.for_size(200), one_group)
 
 
 def test_pmi_baseline_removes_instances_with_label_words_first() -> None:
@@ -97,11 +101,13 @@ def test_pmi_baseline_removes_instances_with_label_words_first() -> None:
 
 
 def write_winogrande_tsv(path: Path, problems: list[Problem]) -> None:
+    """WinoGrande's layout: `sentence1` ends with the option (here the first word of each filling)."""
     lines = ["index\tsentence1\tsentence2\tlabel\tcandidate0\tcandidate1"]
     for number, problem in enumerate(problems):
+        heads = [text.split(" ", 1)[0] for text in problem.filled]
         for option, text in enumerate(problem.filled):
             head, tail = text.split(" ", 1)
-            lines.append(f"{number}\t{head}\t {tail}\t{int(option == problem.label)}\tA\tB")
+            lines.append(f"{number}\t{head}\t {tail}\t{int(option == problem.label)}\t{heads[0]}\t{heads[1]}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -209,3 +215,42 @@ def test_release_debias_refuses_a_release_too_small_for_aflite(tmp_path: Path) -
     assert plain.exit_code == 0, plain.output
     with pytest.raises(UserError, match="no debiased config"):
         knowref60k.load_release(tmp_path / "r" / "v1", "train", debiased=True)
+
+
+# ---- the encoder features (all-MiniLM-L6-v2, installed by set-up) ----
+
+
+def test_encoder_reproduces_the_published_similarity_of_all_minilm_l6_v2() -> None:
+    from knowref60k.debias.encoder import MiniLM
+
+    encoder = MiniLM()
+    # sentence-transformers' documented example for this model: cosine similarity 0.7553
+    first, second, other = encoder.encode(
+        ["A man is eating food.", "A man is eating a piece of bread.", "Stock markets fell on Monday."]
+    )
+    assert float(first @ second) == pytest.approx(0.7553, abs=5e-4)
+    assert float(first @ other) < 0.2
+    assert np.linalg.norm(first) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_debias_with_encoder_features_finds_a_planted_artefact(tmp_path: Path) -> None:
+    generator = random.Random(7)
+    problems = []
+    for index in range(300):
+        label = index % 2
+        topic = "the weather was sunny and warm" if label else "the stock market crashed badly"
+        filler = " ".join(generator.choices(WORDS, k=6))
+        planted = index % 3 == 0
+        # the filler first: sentences that begin alike would be taken for WinoGrande twins
+        sentence = f"_ {filler} said {topic if planted else 'nothing'} to the other person."
+        problems.append(
+            Problem(f"e{index}", (sentence.replace("_", "Ann"), sentence.replace("_", "Bo")), label)
+        )
+    source = tmp_path / "train_e.tsv"
+    write_winogrande_tsv(source, problems)
+    report = debias(source, tmp_path / "out", {"k": 20, "seed": 0}, "encoder")
+    assert report["features"]["name"] == "encoder"
+    rows = pq.read_table(tmp_path / "out" / "aflite.parquet").to_pylist()
+    removed = np.array([not row["aflite_kept"] for row in rows])
+    planted = np.arange(300) % 3 == 0
+    assert removed[planted].mean() > 2 * removed[~planted].mean()

@@ -112,6 +112,12 @@ def aflite(
     result = Result(parameters, scores, removed_in_round)
     left = np.arange(size)
     groups = np.arange(size) if groups is None else groups
+    largest = int(np.bincount(groups).max()) if size else 0
+    if largest > size - parameters.m:
+        raise UserError(
+            f"AFLite cannot run: {largest} of the {size} instances form one group (twins), so no model "
+            f"trained on m = {parameters.m} of them could hold the group out"
+        )
     round_number = 0
     while len(left) - parameters.k >= parameters.m:
         round_number += 1

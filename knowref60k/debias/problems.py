@@ -31,7 +31,7 @@ class Problem:
 
 
 def twin_key(options: tuple[str, str], sentence: str) -> str:
-    """Twins share their options and their first words."""
+    """Twins share their options and the first words of the sentence with its blank."""
     return "\x1f".join([*sorted(options), *sentence.lower().split()[:4]])
 
 
@@ -92,7 +92,9 @@ def _tsv_pair(path: Path, pair: list[tuple[int, list[str]]]) -> Problem:
     if first[0] != second[0] or {first[3], second[3]} != {"0", "1"}:
         raise UserError(f"{path}: line {number}: rows {first[0]} and {second[0]} are not one problem")
     filled = (first[1] + first[2], second[1] + second[2])
-    group = twin_key((first[4], first[5]), first[1])
+    option = first[4] if first[1].endswith(first[4]) else first[5]
+    blanked = first[1][: len(first[1]) - len(option)] + "_" + first[2]
+    group = twin_key((first[4], first[5]), blanked)
     return Problem(f"{path.stem}-{first[0]}", filled, 0 if first[3] == "1" else 1, group)
 
 

@@ -29,7 +29,7 @@ Array = NDArray[Any]
 FEATURES = {
     "ngrams": "hashed word 1-2-grams: those of the sentence filled with option 1 minus those filled with "
     "option 2, and the shared context (2^18 buckets)",
-    "encoder": "all-MiniLM-L6-v2 embedding of the sentence filled with option 1 minus that with option 2",
+    "encoder": "all-MiniLM-L6-v2 embeddings of the sentence filled with option 1 and with option 2",
 }
 COLUMNS = pa.schema(
     [
@@ -141,10 +141,16 @@ def columns_of(result: Result) -> list[dict[str, Any]]:
 
 
 def encoder_features(problems: list[Problem], progress: Callable[[int], None] | None = None) -> Array:
-    """The difference of the two filled sentences' embeddings (float64 for the solvers)."""
+    """Both filled sentences' embeddings side by side (float64 for the solvers): a linear model sees
+    the context as well as how the options change it, which the difference alone would cancel."""
     encoder = MiniLM()
     embeddings = encoder.encode([text for problem in problems for text in problem.filled], progress)
-    return np.asarray(embeddings[0::2] - embeddings[1::2], dtype=np.float64)
+    both = np.hstack([embeddings[0::2], embeddings[1::2]]).astype(np.float64)
+    # standardised, so that the logistic regressions' L2 penalty weighs every dimension alike (unit-length
+    # embeddings have coordinates near 0.05, which the penalty would flatten to a constant prediction)
+    spread = both.std(axis=0)
+    standardised: Array = (both - both.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    return standardised
 
 
 def _write_scores(path: Path, problems: list[Problem], labels: Array, result: Result) -> None:
@@ -178,7 +184,7 @@ def _plot(
                 label=f"label {label}",
             )
         item = found[name]
-        axis.set_title(f"{name}: n={item.size:,}\nKL {item.kl_pc1:.2f}, probe {item.probe_accuracy:.1%}")
+        axis.set_title(f"{name}: n={item.size:,}\nKL {item.kl_pc1:.4f}, probe {item.probe_accuracy:.1%}")
         axis.set_xlabel("first principal component")
     axes[0].legend()
     save_figure(figure, path)
