@@ -254,3 +254,17 @@ def test_debias_with_encoder_features_finds_a_planted_artefact(tmp_path: Path) -
     removed = np.array([not row["aflite_kept"] for row in rows])
     planted = np.arange(300) % 3 == 0
     assert removed[planted].mean() > 2 * removed[~planted].mean()
+
+
+def test_debias_command_prints_the_evidence_and_names_a_missing_file(tmp_path: Path) -> None:
+    problems, _ = synthetic(300, 0.3, seed=8)
+    source = tmp_path / "train_c.tsv"
+    write_winogrande_tsv(source, problems)
+    result = CliRunner().invoke(app, ["debias", str(source), "--out", str(tmp_path / "out"), "--k", "15"])
+    assert result.exit_code == 0, result.output
+    printed = " ".join(result.output.split())
+    assert "AFLite on 300 problems (ngrams)" in printed and "probe accuracy" in printed
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"aflite.parquet", "report.json", "report.png"}
+    missing = CliRunner().invoke(app, ["debias", str(tmp_path / "nope.tsv"), "--out", str(tmp_path / "x")])
+    assert missing.exit_code == 2 and "nope.tsv: no such file or folder" in missing.output
+    assert not (tmp_path / "x").exists()
