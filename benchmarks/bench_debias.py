@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{report['kept']:,} of {report['instances']:,}",
             str(len(report["rounds"])),
             " / ".join(f"{found[s]['probe_accuracy']:.1%}" for s in subsets),
-            " / ".join(f"{found[s]['kl_pc1']:.3f}" for s in subsets),
+            " / ".join(f"{found[s]['kl_pc1']:.4f}" for s in subsets),
         )
     console.print(table)
     console.print(f"outputs in {OUT}; figures in docs/aflite-<features>.png")

@@ -186,6 +186,7 @@ def test_release_debias_adds_aflite_columns_and_a_debiased_config(tmp_path: Path
         rows = knowref60k.load_release(first, split).to_pylist()
         kept = knowref60k.load_release(first, split, debiased=True).to_pylist()
         assert [row for row in rows if row["aflite_kept"]] == kept
+        assert manifest["aflite"]["splits"][split] == len(kept)
         assert all((row["aflite_removed_round"] is None) == row["aflite_kept"] for row in rows)
     every = [
         row
@@ -268,3 +269,5 @@ def test_debias_command_prints_the_evidence_and_names_a_missing_file(tmp_path: P
     missing = CliRunner().invoke(app, ["debias", str(tmp_path / "nope.tsv"), "--out", str(tmp_path / "x")])
     assert missing.exit_code == 2 and "nope.tsv: no such file or folder" in missing.output
     assert not (tmp_path / "x").exists()
+    on_a_file = CliRunner().invoke(app, ["debias", str(source), "--out", str(source)])
+    assert on_a_file.exit_code == 2 and "is a file, not a folder" in on_a_file.output

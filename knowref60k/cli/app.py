@@ -347,7 +347,7 @@ def debias(
     for column in ("subset", "size", "KL along PC1", "probe accuracy"):
         table.add_column(column)
     for name, found in report["evidence"].items():
-        table.add_row(name, f"{found['size']:,}", f"{found['kl_pc1']:.3f}", f"{found['probe_accuracy']:.1%}")
+        table.add_row(name, f"{found['size']:,}", f"{found['kl_pc1']:.4f}", f"{found['probe_accuracy']:.1%}")
     console.print(table)
     console.print(f"parameters {report['parameters']}; {len(report['rounds'])} round(s); outputs in {out}")
 

@@ -21,7 +21,9 @@ from knowref60k.debias.linear import Features, fit, group_split
 Array = NDArray[Any]
 
 BINS = 20
-SMOOTHING = 1e-3
+# Half a count added to every bin (Jeffreys): an empty bin on one side must not make the KL explode
+# on a few hundred instances.
+SMOOTHING = 0.5
 PROBE_REPEATS = 5
 PROBE_TEST_SHARE = 0.2
 
@@ -60,7 +62,7 @@ def first_component(features: Features) -> Array:
 
 
 def kl_divergence(projection: Array, labels: Array) -> float:
-    """KL(label 0 || label 1) of the histograms of the projection, on shared bins, lightly smoothed."""
+    """KL(label 0 || label 1) of the histograms of the projection, on shared bins, smoothed."""
     edges = np.histogram_bin_edges(projection, bins=BINS)
     first, _ = np.histogram(projection[labels == 0], bins=edges)
     second, _ = np.histogram(projection[labels == 1], bins=edges)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.figures import pyplot, save_figure
-from knowref60k.core.io import atomic_path, write_json_atomic
+from knowref60k.core.io import atomic_path, output_folder, write_json_atomic
 from knowref60k.debias.aflite import Parameters, Result, aflite
 from knowref60k.debias.encoder import MiniLM
 from knowref60k.debias.evidence import BINS, Evidence, evidence, first_component, pmi_subset, random_subset
@@ -118,6 +118,7 @@ def debias(
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> dict[str, Any]:
     """AFLite over every problem of `source`; writes aflite.parquet, report.json and report.png."""
+    output_folder(out_dir)
     problems = read_problems(source)
     analysis = analyse(problems, parameters, features_name, progress)
     report = {"source": str(source), **analysis.report, "seconds": analysis.seconds}

@@ -199,6 +199,7 @@ def build_release(
     (staging / "data").mkdir(parents=True)
     try:
         files = _write_splits(staging, rows, audited=overlap is not None, debiased=debiased is not None)
+        aflite = None
         if debiased:
             kept = {
                 split: [row for row in split_rows if row["aflite_kept"]] for split, split_rows in rows.items()
@@ -206,6 +207,10 @@ def build_release(
             files += _write_splits(staging, kept, overlap is not None, True, "data/debiased/")
             debiased.plot(staging / "aflite.png")
             files.append("aflite.png")
+            aflite = {
+                **debiased.report,
+                "splits": {split: len(kept_rows) for split, kept_rows in kept.items()},
+            }
         files += _write_jsonl(staging, rows)
         simulated = report.simulated_votes > 0
         counts = {name: len(split_rows) for name, split_rows in rows.items()}
@@ -231,15 +236,15 @@ def build_release(
                 simulated,
                 overlap,
                 grouped_by(rows),
-                debiased.report if debiased else None,
+                aflite,
             ),
             encoding="utf-8",
         )
         manifest = _manifest(version, staging, files, inputs, report, config, simulated, counts)
         if overlap:
             manifest["overlap"] = overlap
-        if debiased:
-            manifest["aflite"] = debiased.report
+        if aflite:
+            manifest["aflite"] = aflite
         (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
         os.rename(staging, target)
     finally:

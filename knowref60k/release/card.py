@@ -38,7 +38,7 @@ def _yaml(
     sizes: Mapping[str, int],
     simulated: bool,
     audited: bool,
-    debiased: bool = False,
+    debiased_counts: Mapping[str, int] | None = None,
 ) -> str:
     present = [split for split in SPLITS if counts[split]]
     lines = ["---"]
@@ -60,13 +60,13 @@ def _yaml(
     ]
     for split in present:
         lines += [f"  - split: {split}", f"    path: data/{split}-*.parquet"]
-    if debiased:
+    if debiased_counts is not None:
         # As winogrande_debiased: only the items AFLite kept (`aflite_kept`), in the same splits.
         lines += ["- config_name: debiased", "  data_files:"]
-        for split in present:
+        for split in (split for split in SPLITS if debiased_counts.get(split)):
             lines += [f"  - split: {split}", f"    path: data/debiased/{split}-*.parquet"]
     lines += ["dataset_info:", "  features:"]
-    for name, feature in hf_features(audited, debiased).items():
+    for name, feature in hf_features(audited, debiased_counts is not None).items():
         lines.append(f"  - name: {name}")
         if feature["_type"] == "ClassLabel":
             lines += ["    dtype:", "      class_label:", "        names:"]
@@ -133,7 +133,8 @@ def render_card(
     aflite: Mapping[str, Any] | None = None,
 ) -> str:
     summary = report.summary()
-    parts = [_yaml(version, counts, sizes, simulated, overlap is not None, aflite is not None)]
+    kept_counts = aflite["splits"] if aflite else None
+    parts = [_yaml(version, counts, sizes, simulated, overlap is not None, kept_counts)]
     if simulated:
         parts.append(
             f"> **WARNING: SIMULATED VOTES.** {report.simulated_votes:,} votes of this release came from "
@@ -245,8 +246,9 @@ def _aflite_section(aflite: Mapping[str, Any]) -> str:
         f"{parameters['tau']:.0%} of the times they were held out were removed, at most {parameters['k']:,} "
         "per round, until fewer qualified or too few were left. Features: "
         f"{aflite['features']['description']}. Seed {parameters['seed']}; "
-        f"{len(aflite['rounds'])} round(s); {aflite['kept']:,} of {aflite['instances']:,} items kept. "
-        "Every item carries `aflite_score`, `aflite_removed_round` and `aflite_kept`.\n",
+        f"{len(aflite['rounds'])} round(s); {aflite['kept']:,} of {aflite['instances']:,} items kept ("
+        + ", ".join(f"{split} {count:,}" for split, count in aflite["splits"].items())
+        + "). Every item carries `aflite_score`, `aflite_removed_round` and `aflite_kept`.\n",
         "The evidence, as in WinoGrande: the KL divergence between the two labels' distributions along "
         "the first principal component of the features, and the held-out accuracy of a fresh linear probe "
         "(50% = nothing left to learn), against a random subset and a PMI-filtered subset of the same "
@@ -256,7 +258,7 @@ def _aflite_section(aflite: Mapping[str, Any]) -> str:
     ]
     for name, found in evidence.items():
         lines.append(
-            f"| {name} | {found['size']:,} | {found['kl_pc1']:.3f} | {found['probe_accuracy']:.1%} |"
+            f"| {name} | {found['size']:,} | {found['kl_pc1']:.4f} | {found['probe_accuracy']:.1%} |"
         )
     lines += ["", "![aflite](aflite.png)"]
     return "\n".join(lines) + "\n"
