@@ -313,6 +313,11 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     assert "error: release v1 exists at" in printed and "never overwritten, pick a new version" in printed
     assert snapshot(release) == before
 
+    # --debias reaches the release through the flow: this release is too small for AFLite, and says so
+    assert main([*argv[:1], "v2", *argv[2:], "--debias", "ngrams"]) == 2
+    printed = words(capsys.readouterr().out)
+    assert "AFLite cannot run" in printed and not (releases / "v2").exists()
+
 
 # ---- the demo: the whole loop with simulated annotators ----
 
