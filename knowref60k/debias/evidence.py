@@ -98,6 +98,8 @@ def pmi_subset(features: sparse.csr_matrix, labels: Array, keep: int) -> Array:
     scores = np.zeros(features.shape[0])
     for label in (0, 1):
         mine = labels == label
+        if not mine.any():
+            continue
         with_label = np.asarray(signed[mine].sum(axis=0)).ravel()
         total = np.asarray(signed.sum(axis=0)).ravel()
         prior = mine.mean()
