@@ -1,9 +1,10 @@
 """A pool of worker processes, each holding one object built once (a loaded spaCy model, say), whose
 method is applied to a stream of tasks with the results returned in input order.
 
-Interrupts belong to the parent: workers start with Ctrl-C (SIGINT) ignored, so a Ctrl-C prints no
-traceback per worker; the parent's KeyboardInterrupt (or SIGTERM, which the command line turns into one)
-closes the pool, which then terminates the workers at once instead of waiting for their tasks.
+Interrupts belong to the parent: workers start with Ctrl-C (SIGINT) blocked and then ignore it, so a
+Ctrl-C prints no traceback per worker; the parent's KeyboardInterrupt (or SIGTERM, which the command
+line turns into one) closes the pool, which then terminates the workers at once instead of waiting for
+their tasks.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _worker: Any = None
 
 def _build_worker(factory: Callable[..., Any], *args: Any) -> None:
     global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker = factory(*args)
 
 
@@ -59,8 +61,8 @@ class WorkerPool:
             )
         in_flight: deque[Future[Any]] = deque()
         for submitted, task in enumerate(tasks):
-            # The first submits start the worker processes, which inherit an ignored SIGINT.
-            with _sigint_ignored() if submitted < self.workers else contextlib.nullcontext():
+            # The first submits start the worker processes, which inherit a blocked SIGINT.
+            with _sigint_blocked() if submitted < self.workers else contextlib.nullcontext():
                 in_flight.append(self._pool.submit(_call_worker, method, *task))
             if len(in_flight) >= 2 * self.workers:
                 yield in_flight.popleft().result()
@@ -89,13 +91,18 @@ class WorkerPool:
 
 
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored in this process for the block (only the main thread may change handlers)."""
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread for the block, so that the processes it starts inherit it blocked
+    (from their first instruction: a child's own handler comes too late for a Ctrl-C during its start).
+    Blocked, not ignored: an ignored Ctrl-C that arrives while a worker starts (a spawn waits for the
+    child to read its instructions, a second on a busy machine) would be lost to this process too,
+    while a blocked one stays pending and reaches its handler when the block ends, or sooner through
+    another thread. Only the main thread runs Python's signal handlers."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
