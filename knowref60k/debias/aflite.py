@@ -11,15 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from knowref60k.core.errors import UserError
-from knowref60k.debias.linear import Features, fit, group_split
-
-Array = NDArray[Any]
+from knowref60k.debias.linear import Array, Features, fit, group_split
 
 log = logging.getLogger(__name__)
 
@@ -121,9 +117,8 @@ def aflite(
     round_number = 0
     while len(left) - parameters.k >= parameters.m:
         round_number += 1
-        _, left_groups = np.unique(groups[left], return_inverse=True)
         round_scores = _predictability(
-            features[left], labels[left], left_groups, parameters, generator, progress
+            features[left], labels[left], groups[left], parameters, generator, progress
         )
         scores[left] = round_scores
         qualified = np.flatnonzero(round_scores >= parameters.tau)

@@ -16,16 +16,14 @@ import io
 import zipfile
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import orjson
-from numpy.typing import NDArray
 from scipy.special import erf
 
 from knowref60k.core.errors import UserError
+from knowref60k.debias.linear import Array
 
-Array = NDArray[Any]
 PACKAGE = "all_minilm_l6_v2"
 MAX_TOKENS = 256  # the model's max_seq_length
 BATCH = 64

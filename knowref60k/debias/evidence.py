@@ -9,16 +9,12 @@ the same size (a random subset, and one filtered by word-label PMI):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import sparse
 from scipy.sparse.linalg import LinearOperator, svds
 
-from knowref60k.debias.linear import Features, fit, group_split
-
-Array = NDArray[Any]
+from knowref60k.debias.linear import Array, Features, fit, group_split
 
 BINS = 20
 # Half a count added to every bin (Jeffreys): an empty bin on one side must not make the KL explode
@@ -74,7 +70,6 @@ def kl_divergence(projection: Array, labels: Array) -> float:
 def probe_accuracy(features: Features, labels: Array, groups: Array, seed: int) -> float:
     """Mean accuracy on held-out fifths of the subset (whole groups) of a linear probe trained on the rest."""
     generator = np.random.default_rng(seed)
-    _, groups = np.unique(groups, return_inverse=True)
     test_size = max(1, int(features.shape[0] * PROBE_TEST_SHARE))
     accuracies = []
     for _ in range(PROBE_REPEATS):

@@ -10,15 +10,12 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import sparse
 
+from knowref60k.debias.linear import Array
 from knowref60k.debias.problems import Problem
-
-Array = NDArray[Any]
 
 DIMENSIONS = 2**18
 WORD = re.compile(r"[a-z0-9']+")

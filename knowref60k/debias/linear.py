@@ -70,7 +70,8 @@ def fit(features: Features, labels: Array, max_iterations: int = 20) -> LinearMo
 
 def group_split(groups: Array, first_size: int, generator: np.random.Generator) -> tuple[Array, Array]:
     """Positions split in two at random, whole groups at a time, the first part holding at least
-    `first_size` instances (a group never has members on both sides)."""
+    `first_size` instances (a group never has members on both sides). `groups`: any labels."""
+    _, groups = np.unique(groups, return_inverse=True)
     order = generator.permutation(int(groups.max()) + 1 if len(groups) else 0)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))

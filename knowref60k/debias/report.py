@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from numpy.typing import NDArray
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.figures import pyplot, save_figure
@@ -21,10 +20,8 @@ from knowref60k.debias.aflite import Parameters, Result, aflite
 from knowref60k.debias.encoder import MiniLM
 from knowref60k.debias.evidence import BINS, Evidence, evidence, first_component, pmi_subset, random_subset
 from knowref60k.debias.features import labels_of, ngram_features
-from knowref60k.debias.linear import Features
+from knowref60k.debias.linear import Array, Features
 from knowref60k.debias.problems import Problem, read_problems
-
-Array = NDArray[Any]
 
 FEATURES = {
     "ngrams": "hashed word 1-2-grams: those of the sentence filled with option 1 minus those filled with "
