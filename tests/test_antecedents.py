@@ -7,8 +7,16 @@ from typing import Any
 import pytest
 
 from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.extract.stages.antecedents import base_noun_phrases, locate_target, noun_phrase_groups
-from knowref60k.extract.stages.connectives import TokenRange
+from knowref60k.extract.records import Paragraph, Sentence
+from knowref60k.extract.stages.antecedents import (
+    AntecedentFilter,
+    base_noun_phrases,
+    locate_target,
+    noun_phrase_groups,
+)
+from knowref60k.extract.stages.connectives import ConnectiveFilter, TokenRange
+from knowref60k.extract.stages.shape import ShapeFilter
+from knowref60k.extract.stages.split import Split
 from knowref60k.ingest.readers import LineChunk
 
 
@@ -87,6 +95,24 @@ def test_pronoun_before_the_connective_is_rejected(extractor: CandidateExtractor
     rows, stages = run(extractor, "John told Mary about his new car, but she did not listen to a word.")
     assert rows == []
     assert stages["surface"]["dropped"] == {"no_possible_sentence": 1}
+
+
+@pytest.mark.integration
+def test_a_sentence_with_one_name_like_word_before_the_connective_is_never_tagged(
+    extractor: CandidateExtractor,
+) -> None:
+    text = "ROFL Roderick painted the old lake house, but every single pose exhausted her."
+    stages = [stage(extractor.context) for stage in (Split, ShapeFilter, ConnectiveFilter, AntecedentFilter)]
+    sentences: list[Sentence] = []
+    for stage in stages[:-1]:
+        sentences = list(stage.run(sentences or [Paragraph(None, 0, text)]))  # type: ignore[arg-type]
+    antecedents = stages[-1]
+    assert list(antecedents.run(sentences)) == []
+    assert antecedents.stats.dropped == {"fewer_than_two_persons": 1}
+    assert sentences[0].target is None and sentences[0].doc is None  # the tagger never saw it
+    # The same reason as after tagging, where the noun phrases hold fewer than two names.
+    rows, stats = run(extractor, "Roderick painted the Old Lake House, but every single pose exhausted her.")
+    assert rows == [] and stats["antecedent"]["dropped"] == {"fewer_than_two_persons": 1}
 
 
 @pytest.mark.integration

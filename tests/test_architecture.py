@@ -141,6 +141,8 @@ def test_the_extraction_funnel_is_the_stage_list() -> None:
     names = [stage.name for stage in STAGES]
     assert names == [
         "read",
+        "triage",
+        "screen",
         "clean",
         "prefilter",
         "surface",

@@ -3,6 +3,7 @@ from knowref60k.core.records import Comment
 from knowref60k.extract.cleaning import clean_text, is_bot, load_bot_names, normalise_unicode
 from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.stages.clean import Clean
+from knowref60k.extract.stages.triage import Triage
 
 
 def comment(body: str, author: str = "someone") -> Comment:
@@ -44,7 +45,8 @@ def test_emphasis_markers_are_stripped() -> None:
 
 
 def test_placeholders_bots_and_empty_bodies_are_dropped_with_reasons() -> None:
-    cleaner = Clean(ExtractContext(ExtractConfig(), model_name="not loaded by this stage"))
+    context = ExtractContext(ExtractConfig(), model_name="not loaded by these stages")
+    triage, cleaner = Triage(context), Clean(context)
     bodies = [
         ("[deleted]", "x"),
         ("[removed]", "x"),
@@ -54,16 +56,12 @@ def test_placeholders_bots_and_empty_bodies_are_dropped_with_reasons() -> None:
         ("https://example.com", "x"),
         ("Real text.", "Talbot"),
     ]
-    paragraphs = list(cleaner.run(comment(body, author) for body, author in bodies))
+    paragraphs = list(cleaner.run(triage.run(comment(body, author) for body, author in bodies)))
     assert [(p.comment.author, p.index, p.text) for p in paragraphs] == [("Talbot", 0, "Real text.")]
-    assert cleaner.stats.dropped == {
-        "deleted": 1,
-        "removed": 1,
-        "empty": 1,
-        "bot_author": 2,
-        "empty_after_cleaning": 1,
-    }
-    assert (cleaner.stats.total, cleaner.stats.forwarded) == (7, 1)
+    assert triage.stats.dropped == {"deleted": 1, "removed": 1, "empty": 1, "bot_author": 2}
+    assert (triage.stats.total, triage.stats.forwarded) == (7, 2)
+    assert cleaner.stats.dropped == {"empty_after_cleaning": 1}
+    assert (cleaner.stats.total, cleaner.stats.forwarded) == (2, 1)
 
 
 def test_bot_rule_is_case_sensitive_on_the_suffix() -> None:

@@ -50,10 +50,13 @@ def test_every_stage_accounts_for_what_it_dropped(tmp_path: Path, reddit_slice: 
     for name, stage in stages.items():
         if name != "split":
             assert stage["in"] == stage["out"] + sum(stage["dropped"].values()), name
-    chain = ["clean", "prefilter", "split", "shape", "connective", "antecedent", "language"]
-    assert stages["read"]["out"] == stages["clean"]["in"] == 30_000
-    for before, after in itertools.pairwise(chain[2:]):
-        assert stages[before]["out"] == stages[after]["in"], (before, after)
+    assert stages["read"]["out"] == stages["triage"]["in"] == 30_000
+    # What one stage forwards, the next receives; only `clean` turns comments into paragraphs.
+    comments = ["read", "triage", "screen", "clean"]
+    paragraphs = ["prefilter", "surface", "split", "shape", "connective", "antecedent", "language"]
+    for chain in (comments, paragraphs):
+        for before, after in itertools.pairwise(chain):
+            assert stages[before]["out"] == stages[after]["in"], (before, after)
     assert stages["language"]["out"] == report.rows == 2
 
 

@@ -46,8 +46,10 @@ DUMP_LINES = [
 # What each stage of the extraction does with them: (in, out, dropped by reason).
 FUNNEL = {
     "read": (9, 8, {"quarantined:invalid_json": 1}),
-    "clean": (8, 7, {"deleted": 1}),
-    "prefilter": (7, 6, {"no_target_pronoun": 1}),
+    "triage": (8, 7, {"deleted": 1}),
+    "screen": (7, 6, {"no_target_pronoun": 1}),
+    "clean": (6, 6, {}),
+    "prefilter": (6, 6, {}),
     "surface": (6, 6, {}),
     "split": (6, 6, {}),
     "shape": (6, 6, {}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from knowref60k.core.config import ExtractConfig
 from knowref60k.extract.evaluation import extract_sentences, load_reference
 from knowref60k.extract.extractor import Extractor
-from knowref60k.extract.nlp import resolve_model_name, trie_pattern
+from knowref60k.extract.nlp import WordFinder, resolve_model_name, trie_pattern
 from knowref60k.extract.records import Paragraph
 from knowref60k.extract.stages.surface import SurfaceFilter, connective_pattern
 from tests.conftest import shared_file
@@ -104,3 +105,31 @@ def test_trie_pattern_matches_exactly_its_words() -> None:
     text = "Then the heron saw Hers and THEM, where he'll've gone"
     plain = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.IGNORECASE)
     assert [m.start() for m in pattern.finditer(text)] == [m.start() for m in plain.finditer(text)]
+
+
+def test_word_finder_finds_what_the_case_insensitive_pattern_finds() -> None:
+    words = ["he", "her", "hers", "him", "his", "she", "she's", "he’s", "hes"]
+    finder = WordFinder(words)
+    exact = re.compile(rf"\b{trie_pattern(words)}\b", re.IGNORECASE)
+    rng = random.Random(0)
+    alphabet = [*"hHeEsSrRiImM '’_-.,9aX\n", "é", "ſ"]
+    for _ in range(50_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        expected = [match.span() for match in exact.finditer(text)]
+        assert [match.span() for match in finder.finditer(text)] == expected, repr(text)
+        start = rng.randint(0, len(text))
+        found, wanted = finder.search(text, start), exact.search(text, start)
+        assert (found and found.span()) == (wanted and wanted.span()), (repr(text), start)
+    assert finder.search("So SHE said") and not finder.search("the shed")
+
+
+def test_capitalised_words_are_found_alike_in_ascii_and_other_text() -> None:
+    # Appending " é" sends a text down the general path without changing its capitalised words.
+    rng = random.Random(0)
+    alphabet = [*"AbCdeZz '-_.9\n", "Ab", "Cd"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        start = rng.choice([0, *(i + 1 for i, c in enumerate(text) if c == " ")])
+        fast = SurfaceFilter._second_capitalised_word_end(text, start)
+        assert fast == SurfaceFilter._second_capitalised_word_end(text + " é", start), (repr(text), start)
+    assert SurfaceFilter._second_capitalised_word_end("So Ab said Cd", 0) == len("So Ab")

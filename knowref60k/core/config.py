@@ -78,7 +78,8 @@ class ExtractConfig:
     """Everything that changes which candidates come out. Its hash names a run's outputs."""
 
     min_spaces: int = 10
-    # Drop paragraphs on their plain string when no sentence of them can pass (stages/surface.py).
+    # The pre-filters on plain strings: drop comments that cannot hold a target pronoun (stages/screen.py)
+    # and paragraphs no sentence of which can pass (stages/surface.py).
     surface_prefilter: bool = True
     max_spaces: int = 32
     max_tokens: int = 30

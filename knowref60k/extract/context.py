@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import cached_property
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
@@ -16,7 +15,7 @@ from knowref60k.core.names import (
     world_first_names,
 )
 from knowref60k.extract.cleaning import load_bot_names
-from knowref60k.extract.nlp import Pipeline, pronoun_pattern
+from knowref60k.extract.nlp import Pipeline, WordFinder, pronoun_forms
 
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
 POPULAR_NAME_PERCENT = 0.01
@@ -38,8 +37,8 @@ class ExtractContext:
         return load_bot_names()
 
     @cached_property
-    def target_pronouns(self) -> re.Pattern[str]:
-        return pronoun_pattern(self.pipeline.nlp, TARGET_PRONOUNS)
+    def target_pronouns(self) -> WordFinder:
+        return WordFinder(pronoun_forms(self.pipeline.nlp, TARGET_PRONOUNS))
 
     @cached_property
     def lexicon(self) -> NameLexicon:

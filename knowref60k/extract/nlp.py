@@ -43,11 +43,10 @@ def model_version(name: str) -> str:
     return str(spacy.util.get_package_version(name) or "unknown")
 
 
-def pronoun_pattern(nlp: Language, pronouns: Iterable[str]) -> re.Pattern[str]:
-    """A regex that finds every text whose tokens can include one of `pronouns`.
-
-    Besides the words themselves, the tokenizer's exceptions split some forms without an apostrophe
-    ("hes" -> "he" "s"); those are included, so a text the regex misses can never yield the pronoun.
+def pronoun_forms(nlp: Language, pronouns: Iterable[str]) -> set[str]:
+    """The words whose tokens can include one of `pronouns`: the pronouns themselves, and the forms
+    without an apostrophe that the tokenizer's exceptions split ("hes" -> "he" "s"), so that a text
+    without any of these words can never yield the pronoun.
     """
     wanted = {p.lower() for p in pronouns}
     forms = set(wanted)
@@ -55,7 +54,41 @@ def pronoun_pattern(nlp: Language, pronouns: Iterable[str]) -> re.Pattern[str]:
     for surface, pieces in rules.items():
         if any(str(piece.get(ORTH, "")).lower() in wanted for piece in pieces):
             forms.add(surface.lower())
-    return re.compile(rf"\b{trie_pattern(forms)}\b", re.IGNORECASE)
+    return forms
+
+
+class WordFinder:
+    """Finds whole words of a set case-insensitively: the matches of `\\b(?:words)\\b` under IGNORECASE.
+
+    That pattern costs a few microseconds per paragraph, because the engine tries the word boundary and
+    the words at every position. On ASCII text (nine paragraphs in ten) this finder searches the
+    lower-cased text with the same words grouped by first letter, the boundary checked after that letter
+    (`h(?<!\\wh)...`): the engine then skips in C to the next candidate letter, about 2.5 times faster.
+    Lower-casing ASCII keeps every position, so the matches start and end where the exact pattern's do
+    (their text is lower-cased). Other text is searched with the exact pattern.
+    """
+
+    def __init__(self, words: Iterable[str]) -> None:
+        words = {word.lower() for word in words}
+        self.exact = re.compile(rf"\b{trie_pattern(words)}\b", re.IGNORECASE)
+        by_first: dict[str, set[str]] = {}
+        for word in words:
+            by_first.setdefault(word[0], set()).add(word[1:])
+        alternatives = (
+            rf"{re.escape(first)}(?<!\w{re.escape(first)}){trie_pattern(rests)}"
+            for first, rests in sorted(by_first.items())
+        )
+        self.lowered_ascii = re.compile(rf"(?:{'|'.join(alternatives)})\b")
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        if text.isascii():
+            return self.lowered_ascii.search(text.lower(), pos)
+        return self.exact.search(text, pos)
+
+    def finditer(self, text: str, pos: int = 0) -> Iterator[re.Match[str]]:
+        if text.isascii():
+            return self.lowered_ascii.finditer(text.lower(), pos)
+        return self.exact.finditer(text, pos)
 
 
 def trie_pattern(words: Iterable[str]) -> str:

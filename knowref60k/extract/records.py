@@ -61,12 +61,10 @@ class Sentence:
     comment: Comment
     position: str
     span: Span
+    # The span's text, sliced from the paragraph once (Span.text joins its tokens' texts at every call).
+    text: str
     words: list[str] = field(default_factory=list)
     connectives: list[TokenRange] = field(default_factory=list)
     target: Target | None = None
     doc: Doc | None = None
     antecedents: tuple[NounPhrase, NounPhrase] | None = None
-
-    @property
-    def text(self) -> str:
-        return str(self.span.text)

@@ -250,18 +250,22 @@ def parse_chunk(
     parse_line = _parse_json_line if input_format == "ndjson" else _parse_text_line
     comments: list[Comment] = []
     quarantined: list[QuarantinedLine] = []
+    blank = 0
+    # The loop runs once per input line: counts are kept in locals and added once per chunk.
     for line_number, line in iter_lines(chunk):
-        stats.total += 1
-        if not line.strip():
-            stats.drop("blank_line")
+        if not line or line.isspace():
+            blank += 1
             continue
         result = parse_line(line_number, line)
-        if isinstance(result, QuarantinedLine):
-            stats.drop(f"quarantined:{result.reason}")
-            quarantined.append(result)
-        else:
-            stats.forwarded += 1
+        if type(result) is Comment:
             comments.append(result)
+        else:
+            stats.drop(f"quarantined:{result.reason}")  # type: ignore[union-attr]
+            quarantined.append(result)  # type: ignore[arg-type]
+    stats.total += len(comments) + len(quarantined) + blank
+    stats.forwarded += len(comments)
+    if blank:
+        stats.drop("blank_line", blank)
     return comments, quarantined
 
 
@@ -293,32 +297,34 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
         return _quarantine(line_number, line, reason, str(error))
     if not isinstance(record, dict):
         return _quarantine(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
-    body = record.get("body", record.get("text"))
-    if not isinstance(body, str):
+    body = record["body"] if "body" in record else record.get("text")
+    if type(body) is not str:
         return _quarantine(line_number, line, "missing_body", "no string field 'body' (or 'text')")
     created = _as_int(record.get("created_utc"))
     if created is False:
         return _quarantine(line_number, line, "bad_created_utc", repr(record.get("created_utc")))
     return Comment(
-        comment_id=_as_text(record.get("id")) or str(line_number),
-        body=body,
-        line_number=line_number,
-        author=_as_text(record.get("author")),
-        link_id=_as_text(record.get("link_id")),
-        subreddit=_as_text(record.get("subreddit")),
-        created_utc=created,
+        _as_text(record.get("id")) or str(line_number),
+        body,
+        line_number,
+        _as_text(record.get("author")),
+        _as_text(record.get("link_id")),
+        _as_text(record.get("subreddit")),
+        created,
     )
 
 
 def _as_text(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return str(value)
+    if type(value) is str:
+        return value or None
+    return None if value is None else str(value)
 
 
 def _as_int(value: object) -> int | bool | None:
     """Older dumps store `created_utc` as a string. Returns False when the value is not a number, or not
     one a 64-bit integer column can hold ("inf", 1e20)."""
+    if type(value) is int:
+        return value if INT64_MIN <= value <= INT64_MAX else False
     if value is None or value == "":
         return None
     if isinstance(value, bool):

@@ -29,7 +29,9 @@ class Split(Stage[Paragraph, Sentence]):
             for offset, piece in pieces(paragraph.text, self.longest):
                 for span in self.pipeline.split(piece).sents:
                     self.stats.forwarded += 1
-                    yield Sentence(paragraph.comment, f"{paragraph.index}:{offset + span.start_char}", span)
+                    position = f"{paragraph.index}:{offset + span.start_char}"
+                    text = piece[span.start_char : span.end_char]
+                    yield Sentence(paragraph.comment, position, span, text)
 
 
 def pieces(text: str, longest: int) -> Iterator[tuple[int, str]]:
