@@ -1,5 +1,5 @@
-"""Screen: drop, on its raw body, a comment that cleaning cannot give a target pronoun, so that three
-comments in four are never cleaned.
+"""Screen: drop, on its raw body, a comment that cleaning cannot give a target pronoun, so that two
+comments in three are never cleaned.
 
 Cleaning removes text (code, quotes, URLs, markup) and changes whitespace. Between two letters it can
 only remove something that the screen looks for: an emphasis or code mark, a link's target, a URL, an
