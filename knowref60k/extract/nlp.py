@@ -61,9 +61,10 @@ class WordFinder:
     """Finds whole words of a set case-insensitively: the matches of `\\b(?:words)\\b` under IGNORECASE.
 
     That pattern costs a few microseconds per paragraph, because the engine tries the word boundary and
-    the words at every position. On ASCII text (nine paragraphs in ten) this finder searches the
-    lower-cased text with the same words grouped by first letter, the boundary checked after that letter
-    (`h(?<!\\wh)...`): the engine then skips in C to the next candidate letter, about 2.5 times faster.
+    the words at every position. On ASCII text (99.5% of the paragraphs of the 1M sample) this finder
+    searches the lower-cased text with the same words grouped by first letter, the boundary checked
+    after that letter (`h(?<!\\wh)...`): the engine then skips in C to the next candidate letter, about
+    2.5 times faster.
     Lower-casing ASCII keeps every position, so the matches start and end where the exact pattern's do
     (their text is lower-cased). Other text is searched with the exact pattern.
     """
