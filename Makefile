@@ -12,6 +12,8 @@ export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 # The client side too: without it Prefect prints its "anonymous usage data" notice on every run.
 export DO_NOT_TRACK ?= 1
 export PREFECT_LOGGING_LEVEL ?= WARNING
+# Prefect's own server starts within its default 20 s on a quiet machine, not always on a busy 2-core one.
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 
 LS_VENV ?= .venv-labelstudio
 

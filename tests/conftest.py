@@ -22,6 +22,8 @@ REDDIT = SHARED / "data" / "reddit"
 os.environ.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# The default 20 s is not always enough for the ephemeral server on a busy 2-core CI machine.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
