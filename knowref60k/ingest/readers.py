@@ -257,11 +257,11 @@ def parse_chunk(
             blank += 1
             continue
         result = parse_line(line_number, line)
-        if type(result) is Comment:
-            comments.append(result)
+        if isinstance(result, QuarantinedLine):
+            stats.drop(f"quarantined:{result.reason}")
+            quarantined.append(result)
         else:
-            stats.drop(f"quarantined:{result.reason}")  # type: ignore[union-attr]
-            quarantined.append(result)  # type: ignore[arg-type]
+            comments.append(result)
     stats.total += len(comments) + len(quarantined) + blank
     stats.forwarded += len(comments)
     if blank:
@@ -304,13 +304,13 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
     if created is False:
         return _quarantine(line_number, line, "bad_created_utc", repr(record.get("created_utc")))
     return Comment(
-        _as_text(record.get("id")) or str(line_number),
-        body,
-        line_number,
-        _as_text(record.get("author")),
-        _as_text(record.get("link_id")),
-        _as_text(record.get("subreddit")),
-        created,
+        comment_id=_as_text(record.get("id")) or str(line_number),
+        body=body,
+        line_number=line_number,
+        author=_as_text(record.get("author")),
+        link_id=_as_text(record.get("link_id")),
+        subreddit=_as_text(record.get("subreddit")),
+        created_utc=created,
     )
 
 
