@@ -22,7 +22,13 @@ _EMPHASIS = re.compile(r"(\*{1,3}|~~|__)(?=\S)(.+?)(?<=\S)\1")
 _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]+", re.M)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\r\f\v]*\n\s*")
 # C0 and C1 control characters and DEL, except those that are whitespace (tab, newlines, separators).
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+_CONTROL_CHARACTERS = r"\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+_CONTROL = re.compile(f"[{_CONTROL_CHARACTERS}]")
+# What the steps of `clean_text` look for before they remove something that may stand between two
+# letters of ASCII text: an entity, code, emphasis, a link target, a URL, a control character. A new
+# step that removes text must be added here too (`may_join_letters`, which the extraction screen trusts).
+_JOINING_CHARACTERS = re.compile(f"[&`*{_CONTROL_CHARACTERS}]")
+_JOINING_MARKS = ("~~", "__", "](", "http", "www.")
 _BOT_SUFFIX = re.compile(r"(?:Bot|BOT|[_-][Bb]ot)$")
 
 # Typographic characters are mapped to their plain forms rather than deleted, so words stay intact.
@@ -71,6 +77,13 @@ def normalise_unicode(text: str) -> str:
     if text.isascii():
         return text
     return unicodedata.normalize("NFKC", text.translate(_PLAIN_FORMS))
+
+
+def may_join_letters(text: str) -> bool:
+    """Whether `clean_text` might remove something from between two letters of this ASCII text. When
+    not, every word it leaves is a word of the text, between the same kind of neighbours: whole quoted
+    or indented lines and heading marks go with the whitespace around them."""
+    return bool(_JOINING_CHARACTERS.search(text)) or any(mark in text for mark in _JOINING_MARKS)
 
 
 def strip_markdown(text: str) -> str:
