@@ -6,7 +6,8 @@ import importlib.util
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ import spacy
 from spacy.attrs import ORTH
 from spacy.language import Language
 from spacy.pipeline import Sentencizer
+from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 
 from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR
 from knowref60k.core.errors import UserError
+from knowref60k.core.paths import DATA_DIR
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +34,7 @@ MODEL_HELP = (
 # What each step of extraction needs; everything else (parser, lemmatizer, ...) is never run.
 TAGGING_COMPONENTS = ("tok2vec", "tagger")
 NER_COMPONENTS = ("ner",)
-# Chunks processed outside a spaCy memory zone: inside one the tokenizer cache is not filled.
-WARM_CHUNKS = 2
+FREQUENT_WORDS = DATA_DIR / "tokenizer" / "frequent_words.tsv"
 
 
 def model_version(name: str) -> str:
@@ -150,15 +152,13 @@ class Pipeline:
         self.sentencizer = Sentencizer()
         self._taggers = [(n, p) for n, p in self.nlp.pipeline if n in TAGGING_COMPONENTS]
         self._ner = [(n, p) for n, p in self.nlp.pipeline if n in NER_COMPONENTS]
-        self._warm_chunks = WARM_CHUNKS
+        if isinstance(self.nlp.tokenizer, Tokenizer):  # a custom tokenizer has no cache to warm
+            warm_tokenizer(self.nlp.tokenizer, frequent_words())
         log.info("loaded spaCy pipeline %s %s", model_name, self.version)
 
     def chunk_zone(self) -> AbstractContextManager[Any]:
         """A memory zone that frees the strings one chunk of input adds to the vocabulary (they would
-        otherwise grow with the input), except for the first chunks, which warm the tokenizer's cache."""
-        if self._warm_chunks > 0:
-            self._warm_chunks -= 1
-            return nullcontext()
+        otherwise grow with the input)."""
         return self.nlp.memory_zone()
 
     def split(self, paragraph: str) -> Doc:
@@ -171,6 +171,26 @@ class Pipeline:
 
     def recognise_entities(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
         return _run(self._ner, docs, batch_size)
+
+
+@lru_cache(maxsize=1)
+def frequent_words(path: Path = FREQUENT_WORDS) -> tuple[str, ...]:
+    """The words, as written between spaces, most frequent in Reddit paragraphs (data/tokenizer)."""
+    lines = path.read_text(encoding="utf-8").splitlines()[1:]
+    return tuple(line.rsplit("\t", 1)[0] for line in lines)
+
+
+def warm_tokenizer(tokenizer: Tokenizer, words: Sequence[str]) -> None:
+    """Fill the tokenizer's cache with `words`, outside any memory zone.
+
+    Inside a memory zone, where every chunk of input is processed, spaCy adds nothing to the cache, so a
+    word missing from it is split by the prefix, suffix and infix rules at each occurrence, which made
+    the tokenizer 3.5 times slower (docs/decisions.md, section 4). The cache changes no token: it only
+    stores how a word was split. Its size limit is raised so that every word fits.
+    """
+    tokenizer.max_cache_size = max(tokenizer.max_cache_size, len(words))
+    for word in words:
+        tokenizer(word)
 
 
 def _run(components: Sequence[tuple[str, Any]], docs: Iterable[Doc], batch_size: int) -> Iterator[Doc]:
