@@ -1,0 +1,36 @@
+"""The worker pool: results in input order, and each worker's garbage collector tuned once it is built."""
+
+from __future__ import annotations
+
+import gc
+import os
+
+from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD, WorkerPool
+
+
+class Probe:
+    """A worker that holds some long-lived objects, as a loaded model does."""
+
+    def __init__(self) -> None:
+        self.kept = [{"entry": index} for index in range(1_000)]
+
+    def describe(self, task: int) -> tuple[int, int, int, int]:
+        return task, os.getpid(), gc.get_threshold()[0], gc.get_freeze_count()
+
+
+def test_workers_return_results_in_order_with_their_collector_settled() -> None:
+    with WorkerPool(2, Probe) as pool:
+        results = list(pool.map("describe", ((task,) for task in range(20))))
+    assert [result[0] for result in results] == list(range(20))
+    assert os.getpid() not in {result[1] for result in results}
+    assert {result[2] for result in results} == {YOUNG_GENERATION_THRESHOLD}
+    # Everything the worker had built, its Probe included, was frozen out of the collector's scans.
+    assert min(result[3] for result in results) >= 1_000
+
+
+def test_a_single_worker_runs_here_and_leaves_this_process_collector_alone() -> None:
+    threshold = gc.get_threshold()
+    with WorkerPool(1, Probe) as pool:
+        (result,) = pool.map("describe", [(7,)])
+    assert result[:2] == (7, os.getpid())
+    assert gc.get_threshold() == threshold
