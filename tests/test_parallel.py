@@ -24,7 +24,7 @@ def test_workers_return_results_in_order_with_their_collector_settled() -> None:
     assert [result[0] for result in results] == list(range(20))
     assert os.getpid() not in {result[1] for result in results}
     assert {result[2] for result in results} == {YOUNG_GENERATION_THRESHOLD}
-    # Everything the worker had built, its Probe included, was frozen out of the collector's scans.
+    # What the worker process held once built (its modules and the Probe) was frozen out of the scans.
     assert min(result[3] for result in results) >= 1_000
 
 
