@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from knowref60k.core.names import NameLexicon
+from knowref60k.core.errors import UserError
+from knowref60k.core.names import NameLexicon, world_first_names
 from knowref60k.extract.persons import NAME_SHAPE, TITLES
 from knowref60k.extract.pipeline import CandidateExtractor
 from tests.test_antecedents import assert_offsets_consistent, only_row, run
@@ -131,3 +134,14 @@ def test_gender_needs_a_clear_majority_of_bearers() -> None:
     assert lexicon.gender("John", 0.95) == "male"
     assert lexicon.gender("Jordan", 0.95) is None
     assert lexicon.gender("Okafor", 0.95) is None
+
+
+def test_a_name_list_with_a_broken_row_is_refused_with_its_file_and_line(tmp_path: Path) -> None:
+    broken = tmp_path / "world_first_names.tsv"
+    broken.write_text("name\tsources\tcounts\tfemale_share\nAda\t5\t900\t0.99\nBob\t5\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"world_first_names.tsv, line 3: 2 tab-separated fields, expected 4"):
+        world_first_names.__wrapped__(tmp_path)
+    good = tmp_path / "ok" / "world_first_names.tsv"
+    good.parent.mkdir()
+    good.write_text("name\tsources\tcounts\tfemale_share\nAda\t5\t900\t0.99\n", encoding="utf-8")
+    assert world_first_names.__wrapped__(good.parent) == {"Ada": 0.99}

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
-import orjson
 import pytest
 import spacy
 from spacy.tokenizer import Tokenizer
 
-from knowref60k.extract.cleaning import clean_text
 from knowref60k.extract.nlp import (
     FREQUENT_WORDS,
     Pipeline,
     frequent_words,
     resolve_model_name,
 )
-from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
+from tests.conftest import cleaned_paragraphs
 
 
 def test_frequent_words_are_single_words_most_frequent_first() -> None:
@@ -31,15 +28,6 @@ def test_frequent_words_are_single_words_most_frequent_first() -> None:
     assert not any(not word or any(character.isspace() for character in word) for word in words)
     counts = [int(row.rsplit("\t", 1)[1]) for row in rows[1:]]
     assert counts == sorted(counts, reverse=True)
-
-
-def paragraphs(path: Path) -> Iterator[str]:
-    with open_input(path) as (_raw, stream):
-        for chunk in iter_line_chunks(stream, path.name):
-            for _number, line in iter_lines(chunk):
-                body = orjson.loads(line).get("body") if line else None
-                if isinstance(body, str):
-                    yield from clean_text(body)
 
 
 def tokens(nlp: spacy.language.Language, texts: list[str]) -> list[list[tuple[str, bool, bool]]]:
@@ -55,7 +43,7 @@ def tokens(nlp: spacy.language.Language, texts: list[str]) -> list[list[tuple[st
 @pytest.mark.integration
 def test_the_warm_cache_changes_no_token(reddit_slice: Path) -> None:
     model = resolve_model_name(None)
-    texts = list(islice(paragraphs(reddit_slice), 20_000))
+    texts = list(islice(cleaned_paragraphs(reddit_slice), 20_000))
     cold = spacy.load(model)
     warm = Pipeline(model).nlp
     assert isinstance(warm.tokenizer, Tokenizer)

@@ -4,12 +4,12 @@ recognise person names and their likely gender."""
 from __future__ import annotations
 
 import bisect
-import csv
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from knowref60k.core.errors import UserError
 from knowref60k.core.paths import DATA_DIR
 
 NAMES_DIR = DATA_DIR / "names"
@@ -17,8 +17,17 @@ GENDERS = ("male", "female")
 
 
 def _rows(path: Path) -> Iterator[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        yield from csv.DictReader(handle, delimiter="\t")
+    """The rows of one of our TSV files (a header line, tab-separated fields, no quoting) as dicts: four
+    times faster than `csv.DictReader`, which every extraction worker would pay for 165,000 rows."""
+    header, *lines = path.read_text(encoding="utf-8").splitlines()
+    columns = header.split("\t")
+    for number, line in enumerate(lines, start=2):
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise UserError(
+                f"{path}, line {number}: {len(fields)} tab-separated fields, expected {len(columns)}"
+            )
+        yield dict(zip(columns, fields, strict=True))
 
 
 @lru_cache(maxsize=4)
