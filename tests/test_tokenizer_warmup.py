@@ -30,6 +30,11 @@ def test_frequent_words_are_single_words_most_frequent_first() -> None:
     assert counts == sorted(counts, reverse=True)
 
 
+def test_a_missing_word_list_only_skips_the_warm_up(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    assert frequent_words.__wrapped__(tmp_path / "frequent_words.tsv") == ()
+    assert "not warmed up" in caplog.text
+
+
 def tokens(nlp: spacy.language.Language, texts: list[str]) -> list[list[tuple[str, bool, bool]]]:
     """Every token's text, trailing space and punctuation flag, tokenized inside a memory zone as in
     extraction."""

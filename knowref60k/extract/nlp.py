@@ -175,7 +175,14 @@ class Pipeline:
 
 @lru_cache(maxsize=1)
 def frequent_words(path: Path = FREQUENT_WORDS) -> tuple[str, ...]:
-    """The words, as written between spaces, most frequent in Reddit paragraphs (data/tokenizer)."""
+    """The words, as written between spaces, most frequent in Reddit paragraphs (data/tokenizer); none,
+    with a warning, when the file is missing from a data folder set by KNOWREF60K_DATA_DIR: the
+    warm-up only saves time."""
+    if not path.is_file():
+        log.warning(
+            "%s is missing: the tokenizer is not warmed up (extraction is slower, not different)", path
+        )
+        return ()
     lines = path.read_text(encoding="utf-8").splitlines()[1:]
     return tuple(line.rsplit("\t", 1)[0] for line in lines)
 
