@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import math
 import zipfile
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -101,7 +102,7 @@ class MiniLM:
             return projected.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
 
         query, key, value = split("query"), split("key"), split("value")
-        scores = query @ key.transpose(0, 1, 3, 2) / np.sqrt(size) + key_bias
+        scores = query @ key.transpose(0, 1, 3, 2) / math.sqrt(size) + key_bias
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         attention = scores / scores.sum(axis=-1, keepdims=True)
         context = (attention @ value).transpose(0, 2, 1, 3).reshape(batch, length, width)
@@ -110,7 +111,7 @@ class MiniLM:
             f"{prefix}attention.output.LayerNorm",
         )
         inner = self._dense(hidden, f"{prefix}intermediate.dense")
-        inner = 0.5 * inner * (1.0 + erf(inner / np.sqrt(2.0)))  # BERT's exact GELU
+        inner = 0.5 * inner * (1.0 + erf(inner / math.sqrt(2.0)))  # BERT's exact GELU
         return self._norm(hidden + self._dense(inner, f"{prefix}output.dense"), f"{prefix}output.LayerNorm")
 
     def _dense(self, hidden: Array, name: str) -> Array:
