@@ -145,3 +145,6 @@ def test_a_name_list_with_a_broken_row_is_refused_with_its_file_and_line(tmp_pat
     good.parent.mkdir()
     good.write_text("name\tsources\tcounts\tfemale_share\nAda\t5\t900\t0.99\n", encoding="utf-8")
     assert world_first_names.__wrapped__(good.parent) == {"Ada": 0.99}
+    good.write_text("", encoding="utf-8")
+    with pytest.raises(UserError, match="empty, expected a header line"):
+        world_first_names.__wrapped__(good.parent)
