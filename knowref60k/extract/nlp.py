@@ -21,6 +21,7 @@ from spacy.tokens import Doc
 
 from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR
 from knowref60k.core.errors import UserError
+from knowref60k.core.io import read_tsv_rows
 from knowref60k.core.paths import DATA_DIR
 
 log = logging.getLogger(__name__)
@@ -183,8 +184,7 @@ def frequent_words(path: Path = FREQUENT_WORDS) -> tuple[str, ...]:
             "%s is missing: the tokenizer is not warmed up (extraction is slower, not different)", path
         )
         return ()
-    lines = path.read_text(encoding="utf-8").splitlines()[1:]
-    return tuple(line.rsplit("\t", 1)[0] for line in lines)
+    return tuple(row["word"] for row in read_tsv_rows(path))
 
 
 def warm_tokenizer(tokenizer: Tokenizer, words: Sequence[str]) -> None:
