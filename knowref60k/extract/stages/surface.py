@@ -112,7 +112,8 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         if text.isascii():
             # The same runs, found by the regex engine instead of a Python loop over every word.
             words = _ASCII_CAPITALISED.finditer(text, start)
-            return next((match.end() for index, match in enumerate(words) if index == 1), None)
+            second = next(words, None) and next(words, None)
+            return second.end() if second else None
         capitalised = 0
         for match in _LETTERS.finditer(text, start):
             word = match.group()
