@@ -24,6 +24,7 @@ from prefect_dask import DaskTaskRunner
 from flows.common import RETRIES, worker_count
 from knowref60k.core.config import ExtractConfig, load_config
 from knowref60k.core.console import make_console, render_funnel
+from knowref60k.core.parallel import settle_garbage_collector
 from knowref60k.core.stats import merge_stats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.slicing import split_dump
@@ -32,8 +33,12 @@ from knowref60k.ingest.slicing import split_dump
 @functools.cache
 def worker_extractor(settings: ExtractConfig) -> Extractor:
     """One extractor per Dask worker process, kept for every shard the worker runs: the model loads once
-    per worker, not once per shard. It lives as long as the worker process."""
-    return Extractor(settings, workers=1)
+    per worker, not once per shard. It lives as long as the worker process, whose garbage collector is
+    then settled as in the extractor's own worker processes (a Dask worker runs nothing but shards)."""
+    extractor = Extractor(settings, workers=1)
+    extractor.load_here()
+    settle_garbage_collector()
+    return extractor
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="extract shard {shard}")

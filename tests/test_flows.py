@@ -28,6 +28,7 @@ from flows.annotate import collect_flow, push_flow
 from flows.extract import extract_flow
 from flows.prepare import prepare_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
+from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
@@ -588,3 +589,24 @@ def test_serve_starts_a_server_and_registers_both_scheduled_deployments(tmp_path
         for server in servers or prefect_servers():
             stop_group(server)
     assert not healthy(api_url)
+
+
+def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> None:
+    """In a process of its own (the check changes the process's collector), as a Dask worker is."""
+    probe = (
+        "import gc\n"
+        "from flows.scale import worker_extractor\n"
+        "from knowref60k.core.config import ExtractConfig\n"
+        "before = len(gc.get_objects())\n"
+        "extractor = worker_extractor(ExtractConfig())\n"
+        "assert worker_extractor(ExtractConfig()) is extractor\n"
+        "print(gc.get_threshold()[0], gc.get_freeze_count() - before)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    threshold, frozen = map(int, result.stdout.split())
+    assert threshold == YOUNG_GENERATION_THRESHOLD
+    # Frozen after the model and word lists were built: the objects they added (about 11,000) are among them.
+    assert frozen >= 5_000

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import os
 
+import pytest
+
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD, WorkerPool
 
 
@@ -34,3 +36,17 @@ def test_a_single_worker_runs_here_and_leaves_this_process_collector_alone() -> 
         (result,) = pool.map("describe", [(7,)])
     assert result[:2] == (7, os.getpid())
     assert gc.get_threshold() == threshold
+
+
+def test_a_single_worker_is_built_once_on_first_use() -> None:
+    pool = WorkerPool(1, Probe)
+    worker = pool.local_worker()
+    assert isinstance(worker, Probe)
+    assert pool.local_worker() is worker
+    ((task, pid, _, _),) = pool.map("describe", [(3,)])
+    assert (task, pid) == (3, os.getpid())
+
+
+def test_a_pool_of_processes_has_no_local_worker() -> None:
+    with pytest.raises(ValueError, match="2 workers"):
+        WorkerPool(2, Probe).local_worker()

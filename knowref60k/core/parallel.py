@@ -63,9 +63,7 @@ class WorkerPool:
 
     def map(self, method: str, tasks: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         if self.workers == 1:
-            if self._local is None:
-                self._local = self._factory(*self._args)
-            bound = getattr(self._local, method)
+            bound = getattr(self.local_worker(), method)
             yield from (bound(*task) for task in tasks)
             return
         if self._pool is None:
@@ -85,6 +83,14 @@ class WorkerPool:
                 yield in_flight.popleft().result()
         while in_flight:
             yield in_flight.popleft().result()
+
+    def local_worker(self) -> Any:
+        """The worker object of a one-worker pool, which lives in this process: built on first use."""
+        if self.workers != 1:
+            raise ValueError(f"a pool of {self.workers} workers has no worker in this process")
+        if self._local is None:
+            self._local = self._factory(*self._args)
+        return self._local
 
     def close(self, abandon: bool = False) -> None:
         """Stop the workers once their tasks are done; `abandon` (after an error or an interrupt)

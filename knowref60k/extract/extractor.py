@@ -91,6 +91,11 @@ class Extractor:
     ) -> None:
         self._workers.close(abandon=error is not None)
 
+    def load_here(self) -> None:
+        """Load the model and word lists now, in this process (a one-worker extractor), rather than with
+        the first chunk."""
+        self._workers.local_worker()
+
     def file_run(self, path: Path, out_dir: Path) -> FileRun:
         stem = output_stem(path)
         return FileRun(
