@@ -13,15 +13,16 @@ import pytest
 from knowref60k.core.config import ExtractConfig
 from knowref60k.extract.evaluation import extract_sentences, load_reference
 from knowref60k.extract.extractor import Extractor
-from knowref60k.extract.nlp import WordFinder, resolve_model_name, trie_pattern
+from knowref60k.extract.nlp import CaselessPattern, WordFinder, resolve_model_name, trie_pattern
 from knowref60k.extract.records import Paragraph
-from knowref60k.extract.stages.surface import SurfaceFilter, connective_pattern
+from knowref60k.extract.stages.surface import SurfaceFilter, bare_word_pattern, connective_pattern
 from tests.conftest import shared_file
 
 
 def test_connective_pattern_finds_every_word_of_every_connective() -> None:
     pattern = connective_pattern([",", "even though", "so"])
-    assert [m.group() for m in pattern.finditer("Even so, though")] == ["Even", "so", ",", "though"]
+    text = "Even so, though"
+    assert [text[slice(*m.span())] for m in pattern.finditer(text)] == ["Even", "so", ",", "though"]
     assert pattern.search("also") is None  # whole words only
 
 
@@ -121,6 +122,70 @@ def test_word_finder_finds_what_the_case_insensitive_pattern_finds() -> None:
         found, wanted = finder.search(text, start), exact.search(text, start)
         assert (found and found.span()) == (wanted and wanted.span()), (repr(text), start)
     assert finder.search("So SHE said") and not finder.search("the shed")
+
+
+def test_caseless_patterns_match_as_ignorecase_does() -> None:
+    config = ExtractConfig()
+    patterns = [
+        connective_pattern(config.connectives),
+        bare_word_pattern({*config.blocking_pronouns, "he", "she"}),
+        CaselessPattern(r"(?:^|\s)i(?:t|f)\b"),
+    ]
+    rng = random.Random(0)
+    alphabet = [*"itIThHeEfF ,;'\"().!_9\n", "é", "ſ", "İ", "so", "SO", "when", "Though", "he's"]
+    for _ in range(30_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        start = rng.randint(0, len(text))
+        for pattern in patterns:
+            wanted = [match.span() for match in pattern.exact.finditer(text, start)]
+            assert [match.span() for match in pattern.finditer(text, start)] == wanted, repr(text)
+            found = pattern.search(text, start)
+            assert (found and found.span()) == (wanted[0] if wanted else None), repr(text)
+
+
+def test_a_caseless_pattern_must_be_written_in_lower_case() -> None:
+    with pytest.raises(ValueError, match="capital"):
+        CaselessPattern(r"\bHe\b")
+    assert CaselessPattern(r"\bhe\S").search("HE!")  # escapes such as \S are not letters of the text
+
+
+def reference_may_hold_a_candidate(stage: SurfaceFilter, text: str) -> bool:
+    """The rule as stated, connective by connective: slow, and independent of the stage's shortcuts."""
+    if text.count(" ") < stage.min_spaces:
+        return False
+    blocking_ends = [0, *(match.end() for match in stage.blocking_words.exact.finditer(text))]
+    for connective in stage.connectives.exact.finditer(text):
+        if stage.pronouns.search(text, connective.end()) is None:
+            continue
+        start = max(end for end in blocking_ends if end <= connective.start())
+        words = re.finditer(r"[^\W\d_]+", text[start : connective.start()])
+        if sum(len(word.group()) > 1 and word.group()[0].isupper() for word in words) >= 2:
+            return True
+    return False
+
+
+def test_the_surface_rule_holds_on_random_sentences() -> None:
+    stage = SurfaceFilter(Context(ExtractConfig(min_spaces=3)))  # type: ignore[arg-type]
+    rng = random.Random(1)
+    words = [
+        *"he He HE she Tom Ann Bob Mary it It they his her so SO if , ; the cat x when though".split(),
+        "Because",
+        "(he)",
+        "he's",
+        "it.",
+        "(it",
+        "Zoë",
+        "José",
+        "é",
+    ]
+    kept = 0
+    for _ in range(40_000):
+        separator = rng.choice([" ", " ", "  ", ", ", ""])
+        text = separator.join(rng.choice(words) for _ in range(rng.randint(1, 20)))
+        expected = reference_may_hold_a_candidate(stage, text)
+        assert stage._may_hold_a_candidate(text) == expected, repr(text)
+        kept += expected
+    assert 2_000 < kept < 38_000  # both outcomes are exercised
 
 
 def test_capitalised_words_are_found_alike_in_ascii_and_other_text() -> None:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.stage import Stage
 from knowref60k.extract.context import ExtractContext
-from knowref60k.extract.nlp import trie_pattern
+from knowref60k.extract.nlp import CaselessPattern, trie_pattern
 from knowref60k.extract.records import Paragraph
 
 # A run of letters: a name token starts one (digits are forbidden in a sentence anyway).
@@ -36,15 +36,14 @@ _CLOSERS = r"[,.;:!?)\"'*]*"
 _CONTRACTIONS = r"(?:'s|'re|'d|'ll|'ve|'m)?"
 
 
-def bare_word_pattern(words: Iterable[str]) -> re.Pattern[str]:
+def bare_word_pattern(words: Iterable[str]) -> CaselessPattern:
     """The words standing alone between spaces, quotes, brackets and final punctuation aside ("(it)",
     "he's,"): where spaCy surely makes a token of the word itself."""
-    return re.compile(
-        rf"(?:^|\s){_OPENERS}{trie_pattern(words)}{_CONTRACTIONS}{_CLOSERS}(?=\s|$)", re.IGNORECASE
-    )
+    lowered = {word.lower() for word in words}
+    return CaselessPattern(rf"(?:^|\s){_OPENERS}{trie_pattern(lowered)}{_CONTRACTIONS}{_CLOSERS}(?=\s|$)")
 
 
-def connective_pattern(connectives: Iterable[str]) -> re.Pattern[str]:
+def connective_pattern(connectives: Iterable[str]) -> CaselessPattern:
     """Any word of any connective ("though" of "even though"), or a punctuation connective. The words
     are one trie-shaped alternation: scanning a paragraph for them is several times faster."""
     words = {word.lower() for connective in connectives for word in connective.split()}
@@ -52,7 +51,7 @@ def connective_pattern(connectives: Iterable[str]) -> re.Pattern[str]:
     letters = [word for word in words if word.isalpha()]
     if letters:
         alternatives.insert(0, rf"\b{trie_pattern(letters)}\b")
-    return re.compile("|".join(alternatives), re.IGNORECASE)
+    return CaselessPattern("|".join(alternatives))
 
 
 class SurfaceFilter(Stage[Paragraph, Paragraph]):
@@ -77,34 +76,32 @@ class SurfaceFilter(Stage[Paragraph, Paragraph]):
         return None if any(self._may_hold_a_candidate(text) for text in stretches) else "no_possible_sentence"
 
     def _may_hold_a_candidate(self, text: str) -> bool:
-        """Two capitalised words, then a connective, then a target pronoun, in this order (each searched for
-        from where the one before it ends: a cheap first cut), then the blocking-pronoun rule."""
+        """Two capitalised words, then a connective, then a target pronoun, with no third-person pronoun
+        between the first of those words and the connective.
+
+        The blocking pronouns cut the text into segments: the names and the connective must lie in one.
+        From the start of a segment, take the end of its second capitalised word and the first connective
+        after that. If no pronoun follows it, no later connective has one either; if the connective lies
+        in a later segment, no segment before that one can hold a candidate (their first connective after
+        the names is this one), so the search goes on from the start of the connective's segment.
+        """
         if text.count(" ") < self.min_spaces:
             return False
-        names_end = self._second_capitalised_word_end(text)
-        if names_end is None:
-            return False
-        connective = self.connectives.search(text, names_end)
-        if connective is None or self.pronouns.search(text, connective.end()) is None:
-            return False
-        return self._names_after_the_last_blocking_pronoun(text)
-
-    def _names_after_the_last_blocking_pronoun(self, text: str) -> bool:
-        """A connective with a target pronoun after it and two capitalised words before it, after the
-        last third-person pronoun that precedes it."""
-        last_pronoun = max(match.start() for match in self.pronouns.finditer(text))
-        blocking_ends = [0, *(match.end() for match in self.blocking_words.finditer(text))]
-        names_end_after: dict[int, int | None] = {}
-        for connective in self.connectives.finditer(text):
-            if connective.end() > last_pronoun:
+        blocking_ends: list[int] | None = None
+        start = 0
+        while True:
+            names_end = self._second_capitalised_word_end(text, start)
+            if names_end is None:
                 return False
-            start = blocking_ends[bisect.bisect_right(blocking_ends, connective.start()) - 1]
-            if start not in names_end_after:
-                names_end_after[start] = self._second_capitalised_word_end(text, start)
-            names_end = names_end_after[start]
-            if names_end is not None and names_end <= connective.start():
+            connective = self.connectives.search(text, names_end)
+            if connective is None or self.pronouns.search(text, connective.end()) is None:
+                return False
+            if blocking_ends is None:
+                blocking_ends = [0, *(match.end() for match in self.blocking_words.finditer(text))]
+            segment_start = blocking_ends[bisect.bisect_right(blocking_ends, connective.start()) - 1]
+            if segment_start == start:
                 return True
-        return False
+            start = segment_start
 
     @staticmethod
     def _second_capitalised_word_end(text: str, start: int = 0) -> int | None:
