@@ -6,16 +6,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-import orjson
 import pytest
 
 from annotation.server import Server
 from annotation.settings import Settings
 from knowref60k.core.config import ExtractConfig
+from knowref60k.core.stats import StageStats
 from knowref60k.extract.cleaning import clean_text
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
+from knowref60k.ingest.readers import iter_line_chunks, open_input, parse_chunk
 from knowref60k.ingest.slicing import write_line_range
 
 REPO = Path(__file__).resolve().parent.parent
@@ -129,13 +129,13 @@ def reddit_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def cleaned_paragraphs(path: Path) -> Iterator[str]:
-    """The cleaned paragraphs of every comment of an NDJSON file, in order."""
+    """The cleaned paragraphs of every comment of an NDJSON file, in order (lines extraction would
+    quarantine are skipped)."""
     with open_input(path) as (_raw, stream):
         for chunk in iter_line_chunks(stream, path.name):
-            for _number, line in iter_lines(chunk):
-                body = orjson.loads(line).get("body") if line else None
-                if isinstance(body, str):
-                    yield from clean_text(body)
+            comments, _quarantined = parse_chunk(chunk, "ndjson", StageStats("lines"))
+            for comment in comments:
+                yield from clean_text(comment.body)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.25) -> Any:
