@@ -11,6 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scipy import sparse
 from typer.testing import CliRunner
 
 import knowref60k
@@ -21,6 +22,7 @@ from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.debias.aflite import Parameters, aflite
 from knowref60k.debias.evidence import pmi_subset, probe_accuracy, random_subset
 from knowref60k.debias.features import labels_of, ngram_features
+from knowref60k.debias.linear import fit
 from knowref60k.debias.problems import Problem, read_problems
 from knowref60k.debias.report import debias
 from tests.test_release import synthetic_run, vote
@@ -90,6 +92,38 @@ def test_parameters_scale_with_the_data_and_refuse_what_cannot_work() -> None:
     one_group = np.zeros(200, dtype=np.int64)
     with pytest.raises(UserError, match="200 of the 200 instances form one group"):
         aflite(ngram_features(problems), labels_of(problems), Parameters.for_size(200), one_group)
+
+
+def exact_logistic_regression(features: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The same objective solved by plain Newton steps with the whole Hessian, in float64."""
+    design = np.hstack([features, np.ones((len(features), 1))])
+    penalty = np.eye(design.shape[1])
+    penalty[-1, -1] = 0.0  # the bias is not penalised
+    parameters = np.zeros(design.shape[1])
+    for _ in range(50):
+        probabilities = 1 / (1 + np.exp(-design @ parameters))
+        gradient = design.T @ (probabilities - labels) + penalty @ parameters
+        hessian = design.T @ (design * (probabilities * (1 - probabilities))[:, None]) + penalty
+        parameters -= np.linalg.solve(hessian, gradient)
+    return parameters
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_fit_finds_the_regularised_optimum(kind: str) -> None:
+    generator = np.random.default_rng(3)
+    features = generator.normal(size=(600, 12)) * np.linspace(0.2, 3, 12)  # unevenly scaled columns
+    truth = generator.normal(size=12)
+    labels = (generator.random(600) < 1 / (1 + np.exp(-features @ truth))).astype(np.int8)
+    expected = exact_logistic_regression(features, labels)
+    given = features if kind == "dense" else sparse.csr_matrix(np.where(np.abs(features) > 1, features, 0))
+    if kind == "sparse":
+        expected = exact_logistic_regression(given.toarray(), labels)
+    model = fit(given, labels, max_iterations=50)
+    weights = np.zeros(12)
+    weights[model.columns if model.columns is not None else slice(None)] = model.weights
+    assert np.allclose(weights, expected[:-1], atol=1e-3)
+    assert model.bias == pytest.approx(expected[-1], abs=1e-3)
+    assert np.array_equal(model.predict(given), (given @ expected[:-1] + expected[-1] > 0).astype(np.int8))
 
 
 def test_pmi_baseline_removes_instances_with_label_words_first() -> None:
@@ -232,6 +266,22 @@ def test_encoder_reproduces_the_published_similarity_of_all_minilm_l6_v2() -> No
     assert float(first @ second) == pytest.approx(0.7553, abs=5e-4)
     assert float(first @ other) < 0.2
     assert np.linalg.norm(first) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_gelu_matches_the_exact_erf_form_in_float32() -> None:
+    from scipy.special import erf
+
+    from knowref60k.debias.encoder import GELU_BLOCK, gelu
+
+    generator = np.random.default_rng(0)
+    # more values than one block, a ragged last block, both signs, tails and zero
+    values = np.concatenate(
+        [generator.normal(0, 3, GELU_BLOCK * 2 + 123), [-30.0, -8.0, -1e-6, 0.0, 1e-6, 8.0, 30.0]]
+    ).astype(np.float32)
+    exact = 0.5 * values.astype(np.float64) * (1 + erf(values.astype(np.float64) / np.sqrt(2)))
+    result = gelu(values.reshape(-1, 2))
+    assert result.dtype == np.float32 and result.shape == (len(values) // 2, 2)
+    assert np.abs(result.reshape(-1) - exact).max() < 1e-6
 
 
 def test_debias_with_encoder_features_finds_a_planted_artefact(tmp_path: Path) -> None:

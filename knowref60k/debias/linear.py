@@ -31,27 +31,44 @@ class LinearModel:
 def fit(features: Features, labels: Array, max_iterations: int = 20) -> LinearModel:
     """Minimise the summed log-loss plus L2/2 |w|^2 (the bias is not penalised). Only the sign of the
     predictions is used: 20 Newton steps predict as accurately as 100 on WinoGrande (measured), in a
-    fifth of the time."""
+    fifth of the time. Dense features are multiplied in float32: those products are bound by the
+    memory they read, and halving it doubles the speed (on WinoGrande's embeddings 99.997% of the
+    predictions are those of float64 products); sparse ones, whose indices are most of what is read,
+    stay in float64. The solver itself works in float64."""
     columns = np.unique(features.indices) if sparse.issparse(features) else None
-    seen = features if columns is None else features[:, columns].tocsr()
+    precision = np.float64 if columns is not None else np.float32
+    seen = (features if columns is None else features[:, columns].tocsr()).astype(precision, copy=False)
     targets = labels.astype(np.float64)
     dimensions = seen.shape[1]
 
+    # Newton-CG asks for many Hessian products at each point: the curvature there is kept from the
+    # point's gradient instead of being recomputed with a pass over the features every time.
+    curvature_at: dict[str, Array] = {}
+
+    def times(vector: Array) -> Array:
+        return np.asarray(seen @ vector.astype(precision), dtype=np.float64)
+
+    def transposed_times(vector: Array) -> Array:
+        return np.asarray(seen.T @ vector.astype(precision), dtype=np.float64)
+
     def loss_and_gradient(parameters: Array) -> tuple[float, Array]:
         weights, bias = parameters[:dimensions], parameters[dimensions]
-        margins = seen @ weights + bias
+        margins = times(weights) + bias
         loss = -np.sum(targets * log_expit(margins) + (1 - targets) * log_expit(-margins))
-        residuals = expit(margins) - targets
+        probabilities = expit(margins)
+        curvature_at.update(point=parameters.copy(), curvature=probabilities * (1 - probabilities))
+        residuals = probabilities - targets
         gradient = np.empty_like(parameters)
-        gradient[:dimensions] = seen.T @ residuals + L2 * weights
+        gradient[:dimensions] = transposed_times(residuals) + L2 * weights
         gradient[dimensions] = residuals.sum()
         return float(loss + 0.5 * L2 * weights @ weights), gradient
 
     def hessian_times(parameters: Array, vector: Array) -> Array:
-        probabilities = expit(seen @ parameters[:dimensions] + parameters[dimensions])
-        curvature = probabilities * (1 - probabilities) * (seen @ vector[:dimensions] + vector[dimensions])
+        if "point" not in curvature_at or not np.array_equal(curvature_at["point"], parameters):
+            loss_and_gradient(parameters)
+        curvature = curvature_at["curvature"] * (times(vector[:dimensions]) + vector[dimensions])
         product = np.empty_like(vector)
-        product[:dimensions] = seen.T @ curvature + L2 * vector[:dimensions]
+        product[:dimensions] = transposed_times(curvature) + L2 * vector[:dimensions]
         product[dimensions] = curvature.sum()
         return product
 
