@@ -610,3 +610,21 @@ def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> N
     assert threshold == YOUNG_GENERATION_THRESHOLD
     # Frozen after the model and word lists were built: the objects they added (about 11,000) are among them.
     assert frozen >= 5_000
+
+
+def test_a_local_cluster_passes_its_worker_settings_to_every_worker() -> None:
+    """The workers of `flows.scale`'s local cluster run without Dask's statistical profiler."""
+    from distributed import Client, LocalCluster
+
+    from flows.scale import local_cluster_kwargs
+
+    def profiler_enabled() -> bool:
+        import dask
+
+        return bool(dask.config.get("distributed.worker.profile.enabled"))
+
+    assert profiler_enabled()  # Dask's default, in this process
+    cluster_kwargs = {**local_cluster_kwargs(2), "dashboard_address": None}
+    with LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
+        answers = client.run(profiler_enabled)
+    assert len(answers) == 2 and not any(answers.values())
