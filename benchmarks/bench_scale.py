@@ -55,12 +55,12 @@ def preload_extractor() -> None:
 
 
 def warm_dask_run(shards: list[str], out: Path, workers: int) -> tuple[float, int]:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    from flows.scale import dask_runner, local_cluster_kwargs, sharded_flow
+    from flows.scale import batch_cluster, dask_runner, local_cluster_kwargs, sharded_flow
 
     cluster_kwargs = {**local_cluster_kwargs(workers), "dashboard_address": None}
-    with LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
+    with batch_cluster(**cluster_kwargs) as cluster, Client(cluster) as client:
         client.run(preload_extractor)
         shutil.rmtree(out, ignore_errors=True)
         started = time.perf_counter()

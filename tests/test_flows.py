@@ -612,19 +612,29 @@ def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> N
     assert frozen >= 5_000
 
 
-def test_a_local_cluster_passes_its_worker_settings_to_every_worker() -> None:
-    """The workers of `flows.scale`'s local cluster run without Dask's statistical profiler."""
-    from distributed import Client, LocalCluster
+def test_a_batch_cluster_gives_every_worker_the_batch_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workers of `flows.scale`'s local cluster run without Dask's statistical profiler and without
+    the malloc trim threshold Dask's nannies set, and this process's environment is left alone."""
+    from distributed import Client
 
-    from flows.scale import local_cluster_kwargs
+    from flows.scale import batch_cluster, local_cluster_kwargs
 
-    def profiler_enabled() -> bool:
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+
+    def settings() -> tuple[bool, str | None]:
+        import os
+
         import dask
 
-        return bool(dask.config.get("distributed.worker.profile.enabled"))
+        return bool(dask.config.get("distributed.worker.profile.enabled")), os.environ.get(
+            "MALLOC_TRIM_THRESHOLD_"
+        )
 
-    assert profiler_enabled()  # Dask's default, in this process
-    cluster_kwargs = {**local_cluster_kwargs(2), "dashboard_address": None}
-    with LocalCluster(**cluster_kwargs) as cluster, Client(cluster) as client:
-        answers = client.run(profiler_enabled)
-    assert len(answers) == 2 and not any(answers.values())
+    assert settings() == (True, None)  # Dask's default profiler, in this process
+    with (
+        batch_cluster(**local_cluster_kwargs(2), dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
+        answers = client.run(settings)
+    assert list(answers.values()) == [(False, None), (False, None)]
+    assert settings() == (True, None)
