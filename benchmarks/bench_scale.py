@@ -39,12 +39,13 @@ TARGET_SLOWDOWN = 1.25
 console = make_console()
 
 
-def dask_run(shards: list[str], out: Path, workers: int) -> tuple[float, int]:
+def dask_run(shards: list[str], out: Path, workers: int, address: str | None = None) -> tuple[float, int]:
+    """The sharded flow on a local cluster it starts, or on the running one at `address`."""
     from flows.scale import dask_runner, sharded_flow
 
     shutil.rmtree(out, ignore_errors=True)  # measure a real run, not a skip
     started = time.perf_counter()
-    result = sharded_flow(shards, str(out), None, dask_runner(workers, None))
+    result = sharded_flow(shards, str(out), None, dask_runner(workers, address))
     return time.perf_counter() - started, sum(f["candidates"] for f in result["files"])
 
 
@@ -57,15 +58,12 @@ def preload_extractor() -> None:
 def warm_dask_run(shards: list[str], out: Path, workers: int) -> tuple[float, int]:
     from distributed import Client
 
-    from flows.scale import batch_cluster, dask_runner, local_cluster_kwargs, sharded_flow
+    from flows.scale import batch_cluster, local_cluster_kwargs
 
     cluster_kwargs = {**local_cluster_kwargs(workers), "dashboard_address": None}
     with batch_cluster(**cluster_kwargs) as cluster, Client(cluster) as client:
         client.run(preload_extractor)
-        shutil.rmtree(out, ignore_errors=True)
-        started = time.perf_counter()
-        result = sharded_flow(shards, str(out), None, dask_runner(workers, cluster.scheduler_address))
-        return time.perf_counter() - started, sum(f["candidates"] for f in result["files"])
+        return dask_run(shards, out, workers, cluster.scheduler_address)
 
 
 def in_process_run(out: Path) -> tuple[float, int]:
