@@ -1,105 +1,176 @@
-"""`knowref60k annotate ...`: push items, create annotators, collect votes, simulate annotators."""
+"""`knowref60k annotate ...`: the labelling loop in Label Studio, from the command line.
+
+push ITEMS        new items (and control items) into screening
+promote ITEMS     items screening accepted into resolution
+users             annotator accounts, per role
+collect           both stages' votes; decided tasks closed
+status            where the labelling stands
+simulate          simulated annotators (demos and tests only)
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import orjson
 import typer
 
-from annotation.settings import STATE_DIR, load_settings
-from annotation.tasks import ORDER_SEED, simulated_truth
+from annotation.settings import load_settings
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.decisions import STAGES
 
 annotate_app = typer.Typer(
-    help="Five-way labelling in Label Studio.", no_args_is_help=True, rich_markup_mode=None
+    help="Screening and resolution in Label Studio.", no_args_is_help=True, rich_markup_mode=None
 )
-SeedOption = Annotated[int, typer.Option(help="Seed of the answer order shown per item.")]
+ItemsArgument = Annotated[
+    list[Path], typer.Argument(metavar="ITEMS", help="*.items.parquet files from `prepare`.")
+]
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with a [labelling] table.")]
+OutOption = Annotated[Path, typer.Option("--out", help="Folder of the collected votes.")]
+DEFAULT_OUT = Path("output/annotation")
 
 
-def _fail(error: UserError) -> typer.Exit:
-    typer.echo(f"error: {error}", err=True)
-    return typer.Exit(code=2)
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """A user's mistake or an unreachable server ends the command with one line, never a traceback."""
+    try:
+        yield
+    except UserError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
+
+
+def _config(path: Path | None) -> LabellingConfig:
+    return load_labelling_config(path)
 
 
 @annotate_app.command()
-def push(
-    items: Annotated[
-        list[Path], typer.Argument(metavar="ITEMS", help="*.items.parquet files from `prepare`.")
-    ],
-    seed: SeedOption = ORDER_SEED,
-    batch_size: Annotated[int, typer.Option(help="Tasks per import request.")] = 1000,
-) -> None:
-    """Import items as tasks; items already in the project are never imported twice."""
-    from annotation.client import LabelStudioClient, read_items
+def push(items: ItemsArgument, config: ConfigOption = None) -> None:
+    """New items into screening (or resolution, when screening is off), with their share of control
+    items; items already in the project are never imported twice."""
+    from annotation.client import LabelStudioClient
+    from annotation.operations import first_stage, push_new
 
-    try:
-        with LabelStudioClient(load_settings()) as client:
-            report = client.push(read_items(items), seed, batch_size)
-    except UserError as error:
-        raise _fail(error) from None
+    with one_line_errors():
+        settings = load_settings()
+        labelling = _config(config)
+        with LabelStudioClient(settings) as client:
+            report = push_new(client, items, labelling)
     typer.echo(
-        f"{report.items:,} items: {report.pushed:,} imported, {report.already_there:,} already there; "
-        f"{report.tasks_in_project:,} tasks in the project"
+        f"{first_stage(labelling)}: {report.items:,} tasks offered, {report.pushed:,} imported, "
+        f"{report.already_there:,} already there; {report.tasks_in_project:,} tasks in the project"
+    )
+
+
+@annotate_app.command()
+def promote(items: ItemsArgument, out: OutOption = DEFAULT_OUT, config: ConfigOption = None) -> None:
+    """Push to resolution the items that screening accepted, by the votes last collected into OUT."""
+    from annotation.client import LabelStudioClient
+    from annotation.operations import promote as promote_items
+
+    with one_line_errors(), LabelStudioClient(load_settings()) as client:
+        report = promote_items(client, items, out / "votes.parquet", _config(config))
+    typer.echo(
+        f"{report['screened_valid']:,} items screened valid, {report['pushed']:,} newly pushed to "
+        "resolution; "
+        f"{report['tasks']:,} tasks in the resolution project"
     )
 
 
 @annotate_app.command()
 def users(
-    count: Annotated[int, typer.Option("--count", help="How many annotator accounts to create.")] = 5,
+    role: Annotated[str, typer.Option("--role", help="screener or resolver: an account is never both.")],
+    count: Annotated[int, typer.Option("--count", help="How many new accounts to create.")] = 0,
+    email: Annotated[
+        list[str] | None, typer.Option("--email", help="Give this account (made if missing) the role.")
+    ] = None,
 ) -> None:
-    """Create annotator accounts that can log in and label; prints their logins."""
-    from annotation.client import LabelStudioClient, save_accounts
+    """Create annotator accounts of a role, or give existing ones a role; prints their logins."""
+    from annotation.accounts import accounts_file, create_accounts, enrol
+    from annotation.client import LabelStudioClient
 
-    try:
+    with one_line_errors():
         settings = load_settings()
+        if not count and not email:
+            raise UserError("say how many accounts to create (--count N) or which to enrol (--email ...)")
         with LabelStudioClient(settings) as client:
-            accounts = client.create_annotators(count)
-    except UserError as error:
-        raise _fail(error) from None
-    save_accounts(STATE_DIR / "annotators.json", accounts)
-    typer.echo(f"Log in at {settings.url}/user/login/ with:")
+            accounts = create_accounts(client, role, count) if count else []
+            accounts += [enrol(client, address, role) for address in email or []]
+    typer.echo(f"Log in at {settings.url}/user/login/ with ({role}s):")
     for account in accounts:
-        typer.echo(f"  {account.email}  {account.password}")
-    typer.echo(f"(also saved to {STATE_DIR / 'annotators.json'}, readable only by you)")
+        typer.echo(f"  {account.email}  {account.password or '(their own password)'}")
+    typer.echo(f"(also saved to {accounts_file(settings)}, readable only by you)")
 
 
 @annotate_app.command()
-def collect(
-    out: Annotated[Path, typer.Option(help="Folder for votes.parquet and collect.json.")] = Path(
-        "output/annotation"
-    ),
-) -> None:
-    """Export every annotation and write the votes table (one vote per item and annotator)."""
+def collect(out: OutOption = DEFAULT_OUT, config: ConfigOption = None) -> None:
+    """Export both stages' votes into OUT, refuse the votes the roles forbid, and close every task whose
+    outcome is decided."""
     from annotation.client import LabelStudioClient
+    from annotation.collect import collect as collect_votes
 
-    try:
-        with LabelStudioClient(load_settings()) as client:
-            votes_path, report = client.collect(out)
-    except UserError as error:
-        raise _fail(error) from None
+    with one_line_errors(), LabelStudioClient(load_settings()) as client:
+        report = collect_votes(client, out, _config(config))
+    _print_collect(report)
+    typer.echo(f"Votes in {(out / 'votes.parquet').resolve()}")
+
+
+def _print_collect(report: dict[str, Any]) -> None:
     typer.echo(
-        f"{report['votes']:,} votes ({report['new_votes']:,} new, {report['updated_votes']:,} updated) from "
-        f"{report['annotations']:,} annotations; {report['duplicate_annotations']:,} repeated by the same "
-        f"person, {report['skipped']:,} skipped, {report['without_choice']:,} without a choice"
+        f"{report['votes']:,} votes {report['votes_by_stage']} ({report['new_votes']:,} new, "
+        f"{report['updated_votes']:,} updated) from {report['annotations']:,} annotations; "
+        f"{report['duplicate_annotations']:,} repeated by the same person, {report['skipped']:,} skipped, "
+        f"{report['without_choice']:,} without a choice"
     )
+    closed = {stage: changes for stage, changes in report["closed_tasks"].items() if any(changes.values())}
+    if closed:
+        typer.echo(f"tasks closed / reopened: {closed}")
+    for line in report["refused_lines"]:
+        typer.echo(line, err=True)
+    if report["refused_votes"]:
+        typer.echo(f"refused votes (also in refused-votes.jsonl): {report['refused_votes']}", err=True)
     if report["simulated_votes"]:
         typer.echo(f"NOTE: {report['simulated_votes']:,} of these votes are simulated")
-    typer.echo(f"Votes in {votes_path.resolve()}")
+
+
+@annotate_app.command()
+def status(
+    out: OutOption = DEFAULT_OUT,
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Where the labelling stands, by the last collect into OUT: items waiting, in progress and decided
+    per stage, votes spent and still needed, and every annotator's votes and quality."""
+    from annotation.status import read_status, render_status
+
+    with one_line_errors():
+        found = read_status(out, _config(config))
+    if as_json:
+        typer.echo(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
+    else:
+        typer.echo(render_status(found))
 
 
 @annotate_app.command()
 def simulate(
-    annotators: Annotated[int, typer.Option(help="Simulated annotators (distinct users).")] = 5,
-    accuracy: Annotated[float, typer.Option(help="Chance each answer is the simulated truth.")] = 0.9,
+    stage: Annotated[str, typer.Option(help=f"One of {', '.join(STAGES)}.")],
+    annotators: Annotated[int, typer.Option(help="Simulated annotators (distinct accounts).")] = 5,
+    accuracy: Annotated[float, typer.Option(help="Chance each answer is the right one.")] = 0.9,
     seed: Annotated[int, typer.Option(help="Seed of truths and errors.")] = 0,
+    config: ConfigOption = None,
 ) -> None:
-    """FOR DEMOS AND TESTS ONLY: post annotations through the real API as simulated users."""
+    """FOR DEMOS AND TESTS ONLY: simulated accounts take tasks from the stage's labelling stream and vote
+    through the API (screeners call every item valid unless they err; the demo gives them the gold set)."""
     from annotation.client import LabelStudioClient
+    from annotation.operations import simulate as run
 
-    try:
+    with one_line_errors():
+        if stage not in STAGES:
+            raise UserError(f"--stage must be one of {', '.join(STAGES)}, not {stage!r}")
         with LabelStudioClient(load_settings()) as client:
-            posted = client.simulate(annotators, accuracy, seed, simulated_truth(seed))
-    except UserError as error:
-        raise _fail(error) from None
-    typer.echo(f"posted {posted:,} simulated annotations ({annotators} annotators, accuracy {accuracy})")
+            work = run(client, stage, annotators, accuracy, _config(config), seed=seed)
+    typer.echo(f"{stage}: {work.total:,} simulated votes ({annotators} annotators, accuracy {accuracy})")

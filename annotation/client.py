@@ -1,50 +1,51 @@
-"""Push items to Label Studio, create annotator accounts, collect votes, simulate annotators.
+"""One Label Studio server through its SDK: a project per stage, pushing tasks, closing decided ones,
+and the users.
 
 Every call that fails because of the server (down, token refused, project deleted) raises a UserError
-with what to do; local state is written only after the server confirmed the change.
+or ServiceUnavailable with what to do; local state is written only after the server confirmed a change.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import random
-import secrets
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from annotation.settings import Settings, write_private
-from annotation.tasks import IDENTITIES, task_for
-from annotation.votes import VOTE_SCHEMA, votes_from_export
+from annotation.settings import Settings
+from annotation.tasks import TASK_BUILDERS
 from knowref60k.core.errors import ServiceUnavailable, UserError
-from knowref60k.core.io import atomic_path, read_rows, write_json_atomic
+from knowref60k.core.io import read_rows
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
-LABEL_CONFIG = (HERE / "labeling_config.xml").read_text(encoding="utf-8")
-GUIDELINES = (HERE / "guidelines.html").read_text(encoding="utf-8")
-ANNOTATIONS_PER_TASK = 5
-SIMULATED_PREFIX = "simulated-annotator-"
 ITEM_COLUMNS = [
     "candidate_id",
     "source_file",
+    "sentence",
+    "antecedent1_start",
+    "antecedent1_end",
+    "antecedent2_start",
+    "antecedent2_end",
+    "pronoun_start",
+    "pronoun_end",
     "perturbed_sentence",
     "name1",
     "name2",
     "perturbed_pronoun_start",
     "perturbed_pronoun_end",
 ]
+# An item's chance of being a valid problem, when the extractor gave one: served first when high.
+SCORE_COLUMN = "validity_score"
+PRIORITY_MODEL = "knowref60k-validity"
 ANNOTATOR_VIEW = "Tasks"
 # The data manager shows every column a view does not hide, raw markup and other annotators' answers
 # included; the annotators' view leaves the task id, the sentence as text, and how far each task has got.
@@ -60,10 +61,31 @@ HIDDEN_COLUMNS = sorted(
 
 
 @dataclass(frozen=True)
-class Account:
-    email: str
-    password: str
-    user_id: int
+class StageProject:
+    """What a stage's project looks like in Label Studio."""
+
+    stage: str
+    suffix: str
+    from_name: str
+    description: str
+
+    @property
+    def label_config(self) -> str:
+        return (HERE / f"{self.stage}_config.xml").read_text(encoding="utf-8")
+
+    @property
+    def guidelines(self) -> str:
+        return (HERE / f"{self.stage}_guidelines.html").read_text(encoding="utf-8")
+
+
+STAGE_PROJECTS = {
+    SCREENING: StageProject(
+        SCREENING, " - screening", "screening", "Is this a valid problem? (knowref60k screening)"
+    ),
+    RESOLUTION: StageProject(
+        RESOLUTION, "", "referent", "Who does the highlighted pronoun refer to? (knowref60k)"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -75,7 +97,8 @@ class PushReport:
 
 
 class LabelStudioClient:
-    """One project in one Label Studio server, addressed with the admin's API token."""
+    """One server, addressed with the admin's API token; a project per stage, named after the settings'
+    project (the resolution project carries that name, the screening project adds " - screening")."""
 
     def __init__(self, settings: Settings, timeout: float = 120.0) -> None:
         self.settings = settings
@@ -105,34 +128,46 @@ class LabelStudioClient:
             kind = ServiceUnavailable if (error.status_code or 0) >= 500 else UserError
             raise kind(f"Label Studio request failed: {error.status_code} {str(error.body)[:300]}") from None
 
-    # ---- the project ----
+    # ---- projects ----
 
-    def find_project(self) -> int | None:
-        projects: list[Any] = self.call(lambda: list(self.sdk.projects.list(title=self.settings.project)))
-        for project in projects:
-            if project.title == self.settings.project:
-                return int(project.id)
-        return None
+    def title(self, stage: str) -> str:
+        return self.settings.project + STAGE_PROJECTS[stage].suffix
 
-    def ensure_project(self) -> int:
-        """The project's id, creating it (5 distinct annotators per task) if it does not exist, with the
-        annotators' data-manager view."""
-        project = self.find_project()
+    def find_project(self, stage: str) -> Any | None:
+        title = self.title(stage)
+        projects: list[Any] = self.call(lambda: list(self.sdk.projects.list(title=title)))
+        return next((project for project in projects if project.title == title), None)
+
+    def ensure_project(self, stage: str, votes_limit: int) -> int:
+        """The stage's project id, creating it if it does not exist, with the annotators' data-manager
+        view. `votes_limit` (the most votes the stage's rule needs) becomes its `maximum_annotations`,
+        which is never changed afterwards: Label Studio reopens closed tasks when it changes."""
+        project = self.find_project(stage)
         if project is None:
-            created = self.call(
+            spec = STAGE_PROJECTS[stage]
+            project = self.call(
                 self.sdk.projects.create,
-                title=self.settings.project,
-                description="Who does the highlighted pronoun refer to? (knowref60k)",
-                label_config=LABEL_CONFIG,
-                expert_instruction=GUIDELINES,
+                title=self.title(stage),
+                description=spec.description,
+                label_config=spec.label_config,
+                expert_instruction=spec.guidelines,
                 show_instruction=True,
                 show_skip_button=True,
-                maximum_annotations=ANNOTATIONS_PER_TASK,
+                maximum_annotations=votes_limit,
+                # Tasks with a validity score are served by it (best first); the score stays hidden.
+                sampling="Uncertainty sampling",
+                model_version=PRIORITY_MODEL,
+                show_collab_predictions=False,
             )
-            log.info("created project %s (%s)", created.id, self.settings.project)
-            project = int(created.id or 0)
-        self.ensure_annotator_view(project)
-        return project
+            log.info("created project %s (%s)", project.id, self.title(stage))
+        elif project.maximum_annotations < votes_limit:
+            raise UserError(
+                f"project {self.title(stage)!r} takes at most {project.maximum_annotations} votes per task, "
+                f"the rule needs {votes_limit}; a rule that needs more votes needs a new project"
+            )
+        project_id = int(project.id or 0)
+        self.ensure_annotator_view(project_id)
+        return project_id
 
     def ensure_annotator_view(self, project: int) -> None:
         """The project's data-manager tab for annotators: the sentence as text, no markup, ids or answers.
@@ -145,14 +180,14 @@ class LabelStudioClient:
             self.sdk.views.create, project=project, data={"title": ANNOTATOR_VIEW, "hiddenColumns": hidden}
         )
 
-    def existing_project(self) -> int:
-        found = self.find_project()
+    def existing_project(self, stage: str) -> int:
+        found = self.find_project(stage)
         if found is None:
             raise UserError(
-                f"project {self.settings.project!r} not found at {self.settings.url} (deleted?); "
+                f"project {self.title(stage)!r} not found at {self.settings.url} (deleted?); "
                 "push items first: knowref60k annotate push ITEMS..."
             )
-        return found
+        return int(found.id)
 
     def export(self, project: int) -> list[dict[str, Any]]:
         """Every task of the project with its data and annotations."""
@@ -161,10 +196,17 @@ class LabelStudioClient:
 
     # ---- pushing ----
 
-    def push(self, items: Iterable[dict[str, Any]], seed: int, batch_size: int = 1000) -> PushReport:
-        """Import items not yet in the project, in batches. The server is the record of what is there,
-        so a push that was interrupted (or repeated) imports only what is missing."""
-        project = self.ensure_project()
+    def push(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        stage: str,
+        votes_limit: int,
+        seed: int,
+        batch_size: int = 1000,
+    ) -> PushReport:
+        """Import items not yet in the stage's project, in batches. The server is the record of what is
+        there, so a push that was interrupted (or repeated) imports only what is missing."""
+        project = self.ensure_project(stage, votes_limit)
         present = {task["data"]["item_id"] for task in self.export(project)}
         total = pushed = 0
         batch: list[dict[str, Any]] = []
@@ -173,7 +215,7 @@ class LabelStudioClient:
             if item["candidate_id"] in present:
                 continue
             present.add(item["candidate_id"])
-            batch.append(task_for(item, seed))
+            batch.append(_with_priority(TASK_BUILDERS[stage](item, seed), item))
             if len(batch) >= batch_size:
                 pushed += self._import(project, batch)
                 batch = []
@@ -186,149 +228,34 @@ class LabelStudioClient:
         log.info("imported %d tasks", result.task_count)
         return int(result.task_count or 0)
 
+    # ---- closing ----
+
+    def set_queue_state(self, task_id: int, overlap: int, closed: bool) -> None:
+        """Closing takes a decided task out of every annotator's queue: its overlap down to the votes it
+        has, and labelled (changing only the overlap leaves it in the data manager's next-task path).
+        Reopening raises the overlap above them."""
+        self.call(self.sdk.tasks.update, str(task_id), overlap=overlap, is_labeled=closed)
+
     # ---- people ----
 
     def users(self) -> list[dict[str, Any]]:
         return [{"id": int(user.id), "email": user.email} for user in self.call(self.sdk.users.list)]
 
-    def sign_up(self, email: str, password: str) -> Account:
-        """Create a working annotator the way a person would (the API's users.create leaves the user
-        outside the organization and ignores the password: docs/decisions.md, section 2)."""
-        with httpx.Client(base_url=self.settings.url, timeout=60, follow_redirects=False) as session:
-            try:
-                session.get("/user/signup/")
-                response = session.post(
-                    "/user/signup/",
-                    data={
-                        "email": email,
-                        "password": password,
-                        "csrfmiddlewaretoken": session.cookies["csrftoken"],
-                    },
-                    headers={"Referer": f"{self.settings.url}/user/signup/"},
-                )
-            except httpx.TransportError as error:
-                raise ServiceUnavailable(
-                    f"Label Studio is not reachable at {self.settings.url} ({error})"
-                ) from None
-        if response.status_code != 302:
-            raise UserError(
-                f"signing up {email} failed: {response.status_code} (does the user exist already?)"
-            )
-        user = next(u for u in self.users() if u["email"] == email)
-        return Account(email, password, int(user["id"]))
-
-    def create_annotators(self, count: int, prefix: str = "annotator-") -> list[Account]:
-        """`count` new accounts that can log in and label; existing ones with the prefix are kept."""
-        taken = {user["email"] for user in self.users()}
-        accounts: list[Account] = []
-        number = 1
-        while len(accounts) < count:
-            email = f"{prefix}{number}@knowref60k.local"
-            number += 1
-            if email not in taken:
-                accounts.append(self.sign_up(email, secrets.token_urlsafe(12)))
-        return accounts
-
-    # ---- collecting ----
-
-    def collect(self, out_dir: Path) -> tuple[Path, dict[str, Any]]:
-        """Write every vote to OUT/votes.parquet; report what changed since the last collect."""
-        project = self.existing_project()
-        simulated = frozenset(u["id"] for u in self.users() if u["email"].startswith(SIMULATED_PREFIX))
-        votes, counts = votes_from_export(self.export(project), simulated)
-        votes_path = out_dir / "votes.parquet"
-        changes = _changes(votes_path, votes)
-        table = pa.Table.from_pylist(votes, schema=VOTE_SCHEMA)
-        with atomic_path(votes_path) as temporary:
-            pq.write_table(table, temporary, compression="zstd")
-        report = {
-            "project": project,
-            **counts.to_dict(),
-            **changes,
-            "simulated_votes": sum(v["simulated"] for v in votes),
-        }
-        write_json_atomic(out_dir / "collect.json", report)
-        return votes_path, report
-
-    # ---- simulated annotators (demos and tests) ----
-
-    def simulate(self, annotators: int, accuracy: float, seed: int, truth: Callable[[str], str]) -> int:
-        """Post one annotation per simulated annotator on every task that still needs one, through
-        the API, as those users. `truth(item_id)` is the answer a perfect annotator gives; with
-        probability 1 - accuracy a seeded annotator picks one of the other answers instead."""
-        project = self.existing_project()
-        accounts = self._simulated_accounts(annotators)
-        posted = 0
-        for task in self.export(project):
-            done = {_annotator(a) for a in task.get("annotations") or []}
-            for account in accounts:
-                if account.user_id in done:
-                    continue
-                choice = _simulated_choice(task["data"]["item_id"], account.user_id, accuracy, seed, truth)
-                label = next(k for k, v in task["data"]["answer_identity"].items() if v == choice)
-                self.post_vote(task["id"], account.user_id, label)
-                posted += 1
-        return posted
-
-    def _simulated_accounts(self, count: int) -> list[Account]:
-        existing = sorted(
-            (u for u in self.users() if u["email"].startswith(SIMULATED_PREFIX)), key=lambda u: u["email"]
-        )
-        accounts = [Account(u["email"], "", int(u["id"])) for u in existing[:count]]
-        if len(accounts) < count:
-            accounts += self.create_annotators(count - len(accounts), SIMULATED_PREFIX)
-        return accounts
-
-    def post_vote(self, task_id: int, user_id: int, label: str, lead_time: float = 5.0) -> None:
-        result = [
-            {"from_name": "referent", "to_name": "sentence", "type": "choices", "value": {"choices": [label]}}
-        ]
-        self.call(
-            self.sdk.annotations.create, id=task_id, result=result, completed_by=user_id, lead_time=lead_time
-        )
+    def user_id(self, email: str) -> int:
+        found = [user["id"] for user in self.users() if user["email"] == email]
+        if not found:
+            raise UserError(f"no user {email} at {self.settings.url}")
+        return int(found[0])
 
 
-def _annotator(annotation: dict[str, Any]) -> int:
-    completed_by = annotation["completed_by"]
-    return int(completed_by["id"] if isinstance(completed_by, dict) else completed_by)
+def _with_priority(task: dict[str, Any], item: Mapping[str, Any]) -> dict[str, Any]:
+    """Label Studio serves the lowest prediction score first: an item more likely valid scores lower."""
+    score = item.get(SCORE_COLUMN)
+    if score is not None:
+        task["predictions"] = [{"model_version": PRIORITY_MODEL, "score": 1.0 - float(score), "result": []}]
+    return task
 
 
-def _simulated_choice(
-    item_id: str, user_id: int, accuracy: float, seed: int, truth: Callable[[str], str]
-) -> str:
-    digest = hashlib.sha256(f"{seed}\x1f{item_id}\x1f{user_id}".encode()).digest()
-    rng = random.Random(int.from_bytes(digest[:8], "big"))
-    right = truth(item_id)
-    if rng.random() < accuracy:
-        return right
-    return rng.choice([identity for identity in IDENTITIES if identity != right])
-
-
-def _changes(votes_path: Path, votes: list[dict[str, Any]]) -> dict[str, int]:
-    """How the new votes differ from the last collect: new, updated, unchanged, withdrawn."""
-    before: dict[tuple[str, int], tuple[int, Any]] = {}
-    if votes_path.exists():
-        for row in pq.read_table(
-            votes_path, columns=["item_id", "annotator_id", "annotation_id", "updated_at"]
-        ).to_pylist():
-            before[(row["item_id"], row["annotator_id"])] = (row["annotation_id"], row["updated_at"])
-    now = {(v["item_id"], v["annotator_id"]): (v["annotation_id"], v["updated_at"]) for v in votes}
-    return {
-        "new_votes": sum(1 for key in now if key not in before),
-        "updated_votes": sum(1 for key, value in now.items() if key in before and before[key] != value),
-        "unchanged_votes": sum(1 for key, value in now.items() if before.get(key) == value),
-        "withdrawn_votes": sum(1 for key in before if key not in now),
-    }
-
-
-def read_items(paths: Iterable[Path]) -> Iterator[dict[str, Any]]:
+def read_items(paths: Iterable[Path], columns: list[str] = ITEM_COLUMNS) -> Iterator[dict[str, Any]]:
     for path in paths:
-        yield from read_rows(path, ITEM_COLUMNS, "items")
-
-
-def save_accounts(path: Path, accounts: list[Account]) -> None:
-    """Append new logins to a git-ignored file readable only by its owner."""
-    known = orjson.loads(path.read_bytes()) if path.exists() else []
-    known += [{"email": a.email, "password": a.password, "user_id": a.user_id} for a in accounts]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_private(path, orjson.dumps(known, option=orjson.OPT_INDENT_2))
+        yield from read_rows(path, columns, "items")

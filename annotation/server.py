@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotation.settings import DEMO_STATE_DIR, REPO, STATE_DIR, Settings, demo_settings, load_settings
+from annotation.settings import REPO, Settings, demo_settings, load_settings
 from knowref60k.core.io import private_dir
 
 LABEL_STUDIO = Path(
@@ -34,7 +34,10 @@ class Server:
     """A Label Studio instance: its URL, credentials and the folder holding its data, pid and log."""
 
     settings: Settings
-    state_dir: Path = STATE_DIR
+
+    @property
+    def state_dir(self) -> Path:
+        return self.settings.state_dir
 
     @property
     def pid_file(self) -> Path:
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--demo", action="store_true", help="the demo's own Label Studio (`make demo`)")
     args = parser.parse_args(argv)
     settings = load_settings(create=args.action == "start")
-    server = Server(demo_settings(settings), DEMO_STATE_DIR) if args.demo else Server(settings)
+    server = Server(demo_settings(settings) if args.demo else settings)
     try:
         if args.action == "start":
             print(server.start())

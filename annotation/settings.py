@@ -32,6 +32,8 @@ class Settings:
     password: str
     api_key: str
     project: str = DEFAULT_PROJECT
+    # Where this server's data, log and local records (annotator logins, their roles) live.
+    state_dir: Path = STATE_DIR
 
     @property
     def port(self) -> int:
@@ -103,4 +105,4 @@ def demo_settings(settings: Settings) -> Settings:
     """The demo's Label Studio: the same admin login, its own port (KNOWREF60K_DEMO_LABEL_STUDIO_URL to
     change it) and data folder."""
     url = os.environ.get("KNOWREF60K_DEMO_LABEL_STUDIO_URL") or f"http://127.0.0.1:{DEMO_PORT}"
-    return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT)
+    return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=DEMO_STATE_DIR)

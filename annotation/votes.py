@@ -1,4 +1,4 @@
-"""Votes from a Label Studio export: one per (item, annotator), mapped back to antecedent identities."""
+"""Votes from a Label Studio export: one per (stage, item, annotator), mapped back to answer codes."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from annotation.tasks import IDENTITIES
+from knowref60k.labelling.decisions import CHOICES
 
 VOTE_SCHEMA = pa.schema(
     [
+        pa.field("stage", pa.string(), nullable=False),
         pa.field("item_id", pa.string(), nullable=False),
         pa.field("task_id", pa.int64(), nullable=False),
         pa.field("annotation_id", pa.int64(), nullable=False),
@@ -35,6 +36,10 @@ class VoteCounts:
     skipped: int = 0
     without_choice: int = 0
 
+    def add(self, other: VoteCounts) -> None:
+        for name, value in dataclasses.asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -43,19 +48,23 @@ def _time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def choice_of(annotation: Mapping[str, Any], answer_identity: Mapping[str, str]) -> str | None:
-    """antecedent1, antecedent2 or neither; None when the result holds no known choice."""
+def choice_of(annotation: Mapping[str, Any], answer_identity: Mapping[str, str], stage: str) -> str | None:
+    """The stage's answer code; None when the result holds no known choice."""
     for region in annotation.get("result") or []:
         chosen = (region.get("value") or {}).get("choices") or []
         if region.get("type") == "choices" and len(chosen) == 1:
-            label = chosen[0]
-            identity = answer_identity.get(label, label)
-            return identity if identity in IDENTITIES else None
+            code = answer_identity.get(chosen[0], chosen[0])
+            return code if code in CHOICES[stage] else None
     return None
 
 
+def annotator_of(annotation: Mapping[str, Any]) -> int:
+    completed_by = annotation["completed_by"]
+    return int(completed_by["id"] if isinstance(completed_by, dict) else completed_by)
+
+
 def votes_from_export(
-    tasks: Iterable[Mapping[str, Any]], simulated_users: frozenset[int]
+    tasks: Iterable[Mapping[str, Any]], stage: str, simulated_users: frozenset[int]
 ) -> tuple[list[dict[str, Any]], VoteCounts]:
     """Every task's latest annotation per annotator. Skipped annotations (Label Studio's
     `was_cancelled`), annotations without a choice, and earlier repeats by the same person are
@@ -69,24 +78,12 @@ def votes_from_export(
             if annotation.get("was_cancelled"):  # the annotator pressed Skip
                 counts.skipped += 1
                 continue
-            choice = choice_of(annotation, data.get("answer_identity", {}))
+            choice = choice_of(annotation, data.get("answer_identity", {}), stage)
             if choice is None:
                 counts.without_choice += 1
                 continue
-            annotator = annotation["completed_by"]
-            annotator = annotator["id"] if isinstance(annotator, dict) else int(annotator)
-            vote = {
-                "item_id": data["item_id"],
-                "task_id": int(task["id"]),
-                "annotation_id": int(annotation["id"]),
-                "annotator_id": annotator,
-                "choice": choice,
-                "created_at": _time(annotation["created_at"]),
-                "updated_at": _time(annotation["updated_at"]),
-                "lead_time": annotation.get("lead_time"),
-                "simulated": annotator in simulated_users,
-            }
-            key = (vote["item_id"], annotator)
+            vote = _vote(stage, task, annotation, choice, simulated_users)
+            key = (vote["item_id"], vote["annotator_id"])
             if key in latest:
                 counts.duplicate_annotations += 1
                 if (vote["updated_at"], vote["annotation_id"]) < (
@@ -98,3 +95,21 @@ def votes_from_export(
     votes = sorted(latest.values(), key=lambda v: (v["item_id"], v["annotator_id"]))
     counts.votes = len(votes)
     return votes, counts
+
+
+def _vote(
+    stage: str, task: Mapping[str, Any], annotation: Mapping[str, Any], choice: str, simulated: frozenset[int]
+) -> dict[str, Any]:
+    annotator = annotator_of(annotation)
+    return {
+        "stage": stage,
+        "item_id": task["data"]["item_id"],
+        "task_id": int(task["id"]),
+        "annotation_id": int(annotation["id"]),
+        "annotator_id": annotator,
+        "choice": choice,
+        "created_at": _time(annotation["created_at"]),
+        "updated_at": _time(annotation["updated_at"]),
+        "lead_time": annotation.get("lead_time"),
+        "simulated": annotator in simulated,
+    }

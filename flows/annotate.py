@@ -1,7 +1,11 @@
-"""Prefect flows: push items to Label Studio, and collect votes from it.
+"""Prefect flows of the labelling loop: push items to screening, keep the loop moving, collect votes.
 
 python -m flows.annotate push output/run/items/*.items.parquet
+python -m flows.annotate sync --items output/run/items --out output/annotation
 python -m flows.annotate collect --out output/annotation
+
+`sync` collects both stages, closes every decided task and pushes the items screening accepted to
+resolution; `make serve` runs it every few minutes, so annotators are rarely served a decided task.
 """
 
 from __future__ import annotations
@@ -11,64 +15,62 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow
 
-from annotation.client import LabelStudioClient, read_items
-from annotation.settings import Settings, load_settings
-from annotation.tasks import ORDER_SEED
-from flows.common import RETRIES
+from annotation.settings import load_settings
+from flows.labelling import collect_votes, promote, push
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
-
-
-@task(**RETRIES, retry_delay_seconds=30, task_run_name="push {items_path}")
-def push_items(items_path: str, seed: int = ORDER_SEED) -> dict[str, Any]:
-    """One items file into the project; retried pushes import only what is missing."""
-    with LabelStudioClient(load_settings()) as client:
-        report = client.push(read_items([Path(items_path)]), seed)
-    get_run_logger().info(
-        "%s: %d imported, %d already there", items_path, report.pushed, report.already_there
-    )
-    return {"items_path": items_path, "pushed": report.pushed, "already_there": report.already_there}
+from knowref60k.labelling.config import load_labelling_config
 
 
 @flow(name="push-items")
-def push_flow(items: list[str], seed: int = ORDER_SEED) -> list[dict[str, Any]]:
-    return [push_items(path, seed) for path in items]
+def push_flow(items: list[str], config_path: str | None = None) -> dict[str, Any]:
+    return push(load_settings(), items, load_labelling_config(Path(config_path) if config_path else None))
 
 
-@task(**RETRIES, retry_delay_seconds=30)
-def collect_votes(out_dir: str, settings: Settings | None = None) -> dict[str, Any]:
-    with LabelStudioClient(settings or load_settings()) as client:
-        votes_path, report = client.collect(Path(out_dir))
-    return {"votes_path": str(votes_path), **report}
+@flow(name="labelling-sync")
+def sync_flow(
+    items_dir: str, out_dir: str = "output/annotation", config_path: str | None = None
+) -> dict[str, Any]:
+    """Collect and close, then promote what screening accepted; the promotion's new tasks show in the
+    next collect."""
+    settings = load_settings()
+    config = load_labelling_config(Path(config_path) if config_path else None)
+    collected = collect_votes(settings, out_dir, config)
+    items = sorted(str(path) for path in Path(items_dir).glob("*.items.parquet"))
+    promoted = promote(settings, items, collected["votes_path"], config) if items else None
+    return {"collected": collected, "promoted": promoted}
 
 
 @flow(name="collect-votes")
-def collect_flow(out_dir: str = "output/annotation") -> dict[str, Any]:
-    return collect_votes(out_dir)
+def collect_flow(out_dir: str = "output/annotation", config_path: str | None = None) -> dict[str, Any]:
+    config = load_labelling_config(Path(config_path) if config_path else None)
+    return collect_votes(load_settings(), out_dir, config)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="Push items to / collect votes from Label Studio under Prefect."
-    )
+    parser = argparse.ArgumentParser(description="The labelling loop under Prefect.")
+    parser.add_argument("--config", default=None, help="TOML file with a [labelling] table")
     commands = parser.add_subparsers(dest="command", required=True)
-    push = commands.add_parser("push")
-    push.add_argument("items", nargs="+")
-    collect = commands.add_parser("collect")
-    collect.add_argument("--out", default="output/annotation")
+    commands.add_parser("push").add_argument("items", nargs="+")
+    sync = commands.add_parser("sync")
+    sync.add_argument("--items", default="output/run/items", help="folder of *.items.parquet")
+    sync.add_argument("--out", default="output/annotation")
+    commands.add_parser("collect").add_argument("--out", default="output/annotation")
     args = parser.parse_args(argv)
     console = make_console()
     try:
         if args.command == "push":
-            for report in push_flow(args.items):
-                console.print(
-                    f"{report['items_path']}: {report['pushed']:,} imported, "
-                    f"{report['already_there']:,} already there"
-                )
+            report = push_flow(args.items, args.config)
+            console.print(
+                f"{report['stage']}: {report['pushed']:,} imported, {report['already_there']:,} already there"
+            )
+        elif args.command == "sync":
+            report = sync_flow(args.items, args.out, args.config)
+            console.print(f"{report['collected']['votes']:,} votes; promoted: {report['promoted']}")
         else:
-            report = collect_flow(args.out)
+            report = collect_flow(args.out, args.config)
             console.print(
                 f"{report['votes']:,} votes ({report['new_votes']:,} new) -> {report['votes_path']}"
             )

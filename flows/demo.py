@@ -1,9 +1,13 @@
-"""The whole loop on real dumps, with simulated annotators: dump -> candidates -> items -> Label
-Studio -> five simulated votes per item -> votes -> release.
+"""The whole loop on real dumps, with simulated annotators: dump -> candidates -> items -> screening of
+the original sentences -> resolution of the renamed ones -> votes -> release.
 
-    python -m flows.demo [DUMP ...] [--out output/demo]
+    python -m flows.demo [DUMP ...] [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
 
-The release it cuts says in its first lines that its votes are simulated.
+Simulated screeners answer from the hand-judged gold set (`data/eval/`), right with the given accuracy;
+simulated resolvers answer a seeded coin per item. Both take their tasks from Label Studio's labelling
+stream, and every vote is settled at once, so decided tasks leave the queue. The release it cuts says in
+its first lines that its votes are simulated; the demo prints how many of its items are valid problems
+by the gold set, and what they cost in votes.
 """
 
 from __future__ import annotations
@@ -13,19 +17,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
+import pyarrow.parquet as pq
+from prefect import flow, task
 
-from annotation.settings import DEMO_STATE_DIR, demo_settings, load_settings
-from flows.annotate import collect_votes
+from annotation.settings import demo_settings, load_settings
 from flows.common import missing_inputs
-from flows.labelling import push, simulate, start_label_studio
+from flows.labelling import collect_votes, promote, push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
 from flows.release import cut_release
 from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
-from knowref60k.release.agreement import kappa_text
+from knowref60k.labelling.config import load_labelling_config
+from knowref60k.labelling.controls import control_answers
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 
@@ -33,32 +39,74 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DUMPS = [
     str(REPO.parent / "shared" / "data" / "reddit" / name) for name in ("RC_2005-12.zst", "RC_2006-01.zst")
 ]
+SCREENERS, RESOLVERS = 3, 5
+
+
+@task
+def gold_answers(items: list[str]) -> dict[str, str]:
+    """What a careful screener answers for each item the gold set judged."""
+    from knowref60k.extract.gold import load_gold
+    from knowref60k.labelling.validity import screening_answers
+
+    gold = {item.candidate_id: item for item in load_gold()}
+    rows = [row for path in items for row in pq.read_table(path).to_pylist()]
+    return screening_answers(rows, gold)
 
 
 @flow(name="demo")
-def demo_flow(dumps: list[str], out_dir: str, annotators: int = 5, accuracy: float = 0.9) -> dict[str, Any]:
+def demo_flow(
+    dumps: list[str],
+    out_dir: str,
+    screener_accuracy: float = 0.9,
+    resolver_accuracy: float = 0.9,
+    config_path: str | None = None,
+) -> dict[str, Any]:
     out = Path(out_dir)
     settings = demo_settings(load_settings(create=True))
+    config = load_labelling_config(Path(config_path) if config_path else None)
     pipeline = pipeline_flow(dumps, str(out))
-    start_label_studio(settings, str(DEMO_STATE_DIR))
+    start_label_studio(settings)
     items = [report["items_path"] for report in pipeline["prepare"]["files"]]
-    pushed = push(settings, items)
-    simulated = simulate(settings, annotators, accuracy, 0)
-    collected = collect_votes(str(out / "annotation"), settings)
+    answers = gold_answers(items)
+    pushed = push(settings, items, config)
+    truth = {**answers, **control_answers(config.controls)}
+    screened = simulate(settings, SCREENING, SCREENERS, screener_accuracy, config, truth)
+    votes_dir = str(out / "annotation")
+    collected = collect_votes(settings, votes_dir, config)
+    promoted = promote(settings, items, collected["votes_path"], config)
+    resolved = simulate(settings, RESOLUTION, RESOLVERS, resolver_accuracy, config)
+    collected = collect_votes(settings, votes_dir, config)
     version = f"demo-{file_sha256(Path(collected['votes_path']))[:8]}"
     releases = out / "releases"
     release = (
         {"path": str(releases / version), "reused": True}
         if (releases / version).exists()
-        else cut_release(str(out), collected["votes_path"], version, str(releases))
+        else cut_release(str(out), collected["votes_path"], version, str(releases), config_path=config_path)
     )
     return {
         "pipeline": pipeline,
         "pushed": pushed,
-        "simulated": simulated,
+        "promoted": promoted,
+        "votes_cast": {SCREENING: sum(screened.values()), RESOLUTION: sum(resolved.values())},
         "votes": collected,
         "release": release,
+        "answers": answers,
         "label_studio": settings.url,
+        "state_dir": str(settings.state_dir),
+    }
+
+
+def release_quality(release: Path, answers: dict[str, str], votes: dict[str, Any]) -> dict[str, Any]:
+    """Validity of the release's items by the gold set, and every vote the loop cost per kept valid item."""
+    from knowref60k.labelling.validity import validity
+
+    ids = [row for split in SPLITS for row in load_release(release, split).column("id").to_pylist()]
+    found = validity(ids, answers)
+    spent = votes["votes"] + sum(votes["refused_votes"].values())
+    return {
+        **found,
+        "votes": spent,
+        "votes_per_kept_valid_item": round(spent / found["valid"], 2) if found["valid"] else None,
     }
 
 
@@ -66,36 +114,50 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The whole loop with simulated annotators.")
     parser.add_argument("dumps", nargs="*", default=DEFAULT_DUMPS)
     parser.add_argument("--out", default="output/demo")
-    parser.add_argument("--annotators", type=int, default=5)
-    parser.add_argument("--accuracy", type=float, default=0.9)
+    parser.add_argument("--screener-accuracy", type=float, default=0.9)
+    parser.add_argument("--resolver-accuracy", type=float, default=0.9)
+    parser.add_argument("--config", default=None, help="TOML file with a [labelling] table")
     args = parser.parse_args(argv)
     console = make_console()
     if missing_inputs(console, args.dumps, "dump(s)"):
         return 2
     try:
-        result = demo_flow(args.dumps, args.out, args.annotators, args.accuracy)
+        result = demo_flow(args.dumps, args.out, args.screener_accuracy, args.resolver_accuracy, args.config)
     except UserError as error:
         print_error(console, error)
         return 2
+    report(console, result)
+    return 0
+
+
+def report(console: Any, result: dict[str, Any]) -> None:
     funnel = PipelineStats.from_dict(result["pipeline"]["extract"]["stats"])
     funnel.merge(PipelineStats.from_dict(result["pipeline"]["prepare"]["stats"]))
     console.print(render_funnel(funnel, "Funnel"))
     votes = result["votes"]
     console.print(
-        f"Label Studio: {result['pushed']['tasks']:,} tasks; {result['simulated']:,} simulated annotations "
-        f"posted; {votes['votes']:,} votes collected ({votes['simulated_votes']:,} simulated)"
+        f"Label Studio: {result['pushed']['tasks']:,} screening tasks (controls included), "
+        f"{result['promoted']['tasks']:,} resolution tasks; simulated votes cast {result['votes_cast']}; "
+        f"collected {votes['votes_by_stage']}, refused {votes['refused_votes'] or 'none'}"
     )
     release = Path(result["release"]["path"])
     sizes = {split: load_release(release, split).num_rows for split in SPLITS}
-    agreement = result["release"].get("agreement")
-    if agreement:
+    labelling = result["release"].get("labelling")
+    if labelling:
         console.print(
-            f"Agreement: items {agreement['items']}, Fleiss' kappa {kappa_text(agreement['fleiss_kappa'])}, "
-            f"neither votes {agreement['neither_share']:.1%}, labels {agreement['label_balance']}"
+            f"Screening: {labelling['screening']}; resolution: {result['release']['agreement']['items']}"
         )
+    quality = release_quality(release, result["answers"], votes)
     console.print(
-        f"Demo project in its own Label Studio at {result['label_studio']} (data in {DEMO_STATE_DIR}; "
-        "stop it with `make demo-stop`)"
+        f"Release items valid by the gold set: {quality['valid']:,} of {quality['items']:,} "
+        f"(validity {quality['validity']}; invalid {quality['invalid'] or 'none'}; "
+        f"unjudged {quality['unjudged']}); "
+        f"{quality['votes']:,} votes in all, {quality['votes_per_kept_valid_item']} per kept valid item",
+        style="bold",
+    )
+    console.print(
+        f"Demo projects in their own Label Studio at {result['label_studio']} "
+        f"(data in {result['state_dir']}; stop it with `make demo-stop`)"
     )
     console.print(f"Release (SIMULATED votes): {release} {sizes}", style="bold")
     if sum(sizes.values()) == 0:
@@ -103,7 +165,6 @@ def main(argv: list[str] | None = None) -> int:
             "The original 2005/2006 dumps hold no sentence with two named people before a connective, so "
             "this release is empty. For a fuller demo: make demo DUMPS=../shared/data/reddit/RC_sample_1M.zst"
         )
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,49 +1,74 @@
-"""Prefect tasks shared by the run and the demo: start Label Studio, push, accounts, simulation."""
+"""Prefect tasks of the labelling loop, shared by the run, the demo and the scheduled flows. Each is a
+thin wrapper of `annotation.operations` / `annotation.collect` (paths and counts in and out)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import orjson
 from prefect import task
 
-from annotation.client import LabelStudioClient, read_items, save_accounts
+from annotation import operations
+from annotation.accounts import ensure_accounts
+from annotation.client import LabelStudioClient
+from annotation.collect import collect
 from annotation.server import Server
-from annotation.settings import STATE_DIR, Settings
-from annotation.tasks import ORDER_SEED, simulated_truth
+from annotation.settings import Settings
 from flows.common import RETRIES
-
-ACCOUNTS_FILE = STATE_DIR / "annotators.json"
+from knowref60k.labelling.config import LabellingConfig
 
 
 @task
-def start_label_studio(settings: Settings, state_dir: str = str(STATE_DIR)) -> str:
-    return Server(settings, Path(state_dir)).start()
+def start_label_studio(settings: Settings) -> str:
+    return Server(settings).start()
 
 
 @task(**RETRIES, retry_delay_seconds=30)
-def push(settings: Settings, items: list[str]) -> dict[str, Any]:
+def push(settings: Settings, items: list[str], config: LabellingConfig) -> dict[str, Any]:
+    """New items (and their share of control items) into the first stage."""
     with LabelStudioClient(settings) as client:
-        report = client.push(read_items(Path(p) for p in items), ORDER_SEED)
-    return {"pushed": report.pushed, "already_there": report.already_there, "tasks": report.tasks_in_project}
+        report = operations.push_new(client, [Path(p) for p in items], config)
+    return {
+        "stage": operations.first_stage(config),
+        "pushed": report.pushed,
+        "already_there": report.already_there,
+        "tasks": report.tasks_in_project,
+    }
+
+
+@task(**RETRIES, retry_delay_seconds=30)
+def collect_votes(settings: Settings, out_dir: str, config: LabellingConfig) -> dict[str, Any]:
+    """Both stages' votes into OUT_DIR, decided tasks closed."""
+    with LabelStudioClient(settings) as client:
+        report = collect(client, Path(out_dir), config)
+    return {"votes_path": str(Path(out_dir) / "votes.parquet"), **report}
+
+
+@task(**RETRIES, retry_delay_seconds=30)
+def promote(settings: Settings, items: list[str], votes_path: str, config: LabellingConfig) -> dict[str, Any]:
+    with LabelStudioClient(settings) as client:
+        return operations.promote(client, [Path(p) for p in items], Path(votes_path), config)
 
 
 @task
-def ensure_annotators(settings: Settings, count: int) -> list[dict[str, Any]]:
-    """`count` annotator logins: those made before (in .labelstudio/annotators.json), plus new ones."""
-    known = orjson.loads(ACCOUNTS_FILE.read_bytes()) if ACCOUNTS_FILE.exists() else []
+def ensure_annotators(settings: Settings, role: str, count: int) -> list[dict[str, Any]]:
+    """`count` logins of `role`: those made before (in the state folder's annotators.json), plus new."""
     with LabelStudioClient(settings) as client:
-        existing = {user["email"] for user in client.users()}
-        usable = [account for account in known if account["email"] in existing]
-        if len(usable) < count:
-            made = client.create_annotators(count - len(usable))
-            save_accounts(ACCOUNTS_FILE, made)
-            usable += [{"email": a.email, "password": a.password, "user_id": a.user_id} for a in made]
-    return usable[:count]
+        accounts = ensure_accounts(client, role, count)
+    return [{"email": a.email, "password": a.password, "role": a.role} for a in accounts]
 
 
 @task
-def simulate(settings: Settings, annotators: int, accuracy: float, seed: int) -> int:
+def simulate(
+    settings: Settings,
+    stage: str,
+    annotators: int,
+    accuracy: float,
+    config: LabellingConfig,
+    screening_truth: dict[str, str] | None = None,
+    seed: int = 0,
+) -> dict[str, int]:
+    """FOR DEMOS AND TESTS: simulated annotators work through a stage (annotation.operations.simulate)."""
     with LabelStudioClient(settings) as client:
-        return client.simulate(annotators, accuracy, seed, simulated_truth(seed))
+        work = operations.simulate(client, stage, annotators, accuracy, config, screening_truth, seed)
+    return work.votes

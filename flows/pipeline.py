@@ -23,6 +23,7 @@ from flows.prepare import prepare_flow
 from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.stats import PipelineStats
+from knowref60k.labelling.config import load_labelling_config
 
 
 @flow(name="candidates-to-items")
@@ -50,9 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--label-studio", action="store_true", help="then push the items into a local Label Studio it starts"
     )
-    parser.add_argument(
-        "--annotators", type=int, default=5, help="annotator accounts to have (--label-studio)"
-    )
+    parser.add_argument("--screeners", type=int, default=3, help="screener accounts to have (--label-studio)")
+    parser.add_argument("--resolvers", type=int, default=5, help="resolver accounts to have (--label-studio)")
     args = parser.parse_args(argv)
     console = make_console()
     if missing_inputs(console, args.inputs):
@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.label_studio:
         try:
-            annotation_flow([f["items_path"] for f in result["prepare"]["files"]], args.annotators)
+            items = [f["items_path"] for f in result["prepare"]["files"]]
+            annotation_flow(items, args.screeners, args.resolvers, args.config)
         except UserError as error:
             print_error(console, error)
             return 2
@@ -94,20 +95,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @flow(name="push-to-label-studio")
-def annotation_flow(items: list[str], annotators: int) -> None:
-    """Start Label Studio if needed, push the items, make sure annotators can log in; print where."""
+def annotation_flow(items: list[str], screeners: int, resolvers: int, config_path: str | None = None) -> None:
+    """Start Label Studio if needed, push the items to screening, make sure screeners and resolvers
+    (two groups that never share an account) can log in; print where."""
     settings = load_settings(create=True)
+    config = load_labelling_config(Path(config_path) if config_path else None)
     console = make_console()
     console.print(start_label_studio(settings))
-    pushed = push(settings, items)
-    accounts = ensure_annotators(settings, annotators)
+    pushed = push(settings, items, config)
     console.print(
-        f"Label Studio: {pushed['pushed']:,} tasks imported, {pushed['already_there']:,} already there, "
-        f"{pushed['tasks']:,} in project {settings.project!r}"
+        f"Label Studio: {pushed['pushed']:,} tasks imported into {pushed['stage']}, "
+        f"{pushed['already_there']:,} already there, {pushed['tasks']:,} in the project"
     )
-    console.print(f"Annotators start at {settings.url}/user/login/ with:")
-    for account in accounts:
-        console.print(f"  {account['email']}  {account['password']}")
+    for role, count in (("screener", screeners), ("resolver", resolvers)):
+        accounts = ensure_annotators(settings, role, count)
+        console.print(f"{role.capitalize()}s log in at {settings.url}/user/login/ with:")
+        for account in accounts:
+            console.print(f"  {account['email']}  {account['password']}")
+    console.print(
+        "Screening comes first; `python -m flows.annotate sync` (or `make serve`) collects the votes, closes "
+        "decided tasks and sends screened-valid items to resolution."
+    )
     console.print(
         f"Admin: {settings.username} (password in .env). Stop the server with `make labelstudio-stop`."
     )

@@ -13,9 +13,11 @@ from typing import Any
 
 from prefect import flow, task
 
-from flows.annotate import collect_votes
+from annotation.settings import load_settings
+from flows.labelling import collect_votes
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.config import load_labelling_config
 from knowref60k.release.build import build_release
 from knowref60k.release.config import ReleaseConfig
 
@@ -28,19 +30,22 @@ def cut_release(
     releases_dir: str,
     overlap_index: str | None = None,
     debias: str | None = None,
+    config_path: str | None = None,
 ) -> dict[str, Any]:
     audit = None
     if overlap_index:
         from knowref60k.overlap.audit import OverlapAudit
 
         audit = OverlapAudit.load(Path(overlap_index))
-    config = ReleaseConfig(debias=debias)
+    labelling = load_labelling_config(Path(config_path) if config_path else None)
+    config = ReleaseConfig(labelling, debias=debias)
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), config, audit)
     return {
         "path": str(made.path),
         "splits": made.splits,
         "simulated": made.simulated,
         "agreement": made.report.summary(),
+        "labelling": made.labelled.summary(),
     }
 
 
@@ -52,11 +57,15 @@ def release_flow(
     releases_dir: str = "data/releases",
     overlap_index: str | None = None,
     debias: str | None = None,
+    config_path: str | None = None,
 ) -> dict[str, Any]:
     """With `overlap_index`, items get overlap scores and the card the overlap report; with `debias`
     (AFLite's features: ngrams or encoder; off by default), AFLite's columns and a `debiased` config."""
-    collected = collect_votes(votes_dir)
-    return cut_release(run_dir, collected["votes_path"], version, releases_dir, overlap_index, debias)
+    labelling = load_labelling_config(Path(config_path) if config_path else None)
+    collected = collect_votes(load_settings(), votes_dir, labelling)
+    return cut_release(
+        run_dir, collected["votes_path"], version, releases_dir, overlap_index, debias, config_path
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default="output/run")
     parser.add_argument("--votes-dir", default="output/annotation")
     parser.add_argument("--out", default="data/releases")
+    parser.add_argument("--config", default=None, help="TOML file with a [labelling] table.")
     parser.add_argument("--overlap-index", default=None, help="Folder of an overlap index (optional).")
     parser.add_argument(
         "--debias", choices=["ngrams", "encoder"], default=None, help="Add AFLite's debiased config."
@@ -72,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     console = make_console()
     try:
-        made = release_flow(args.version, args.run, args.votes_dir, args.out, args.overlap_index, args.debias)
+        made = release_flow(
+            args.version, args.run, args.votes_dir, args.out, args.overlap_index, args.debias, args.config
+        )
     except UserError as error:
         print_error(console, error)
         return 2

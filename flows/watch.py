@@ -15,6 +15,7 @@ from flows.pipeline import pipeline_flow
 from flows.release import release_flow
 from knowref60k.core.config import load_config, load_prepare_config
 from knowref60k.ingest.ledger import Ledger
+from knowref60k.labelling.config import load_labelling_config
 
 DUMP_PATTERNS = ("RC_*.zst", "RC_*.ndjson")
 
@@ -44,7 +45,8 @@ def watch_flow(
             if push_items:
                 from annotation.settings import load_settings
 
-                push(load_settings(), [f["items_path"] for f in result["prepare"]["files"]])
+                labelling = load_labelling_config(Path(config_path) if config_path else None)
+                push(load_settings(), [f["items_path"] for f in result["prepare"]["files"]], labelling)
         except Exception as error:  # recorded in the ledger and retried on the next run
             ledger.finish(dump, settings_hash, f"{type(error).__name__}: {error}")
             outcomes[dump.path.name] = "failed"

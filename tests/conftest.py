@@ -188,8 +188,9 @@ def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
         password=secrets.token_urlsafe(12),
         api_key=secrets.token_hex(20),
         project="knowref60k test",
+        state_dir=tmp_path_factory.mktemp("labelstudio-template"),
     )
-    template = Server(settings, tmp_path_factory.mktemp("labelstudio-template"))
+    template = Server(settings)
     template.start()
     template.stop()
     return template
@@ -200,7 +201,10 @@ def server_from_template(template: Server, state_dir: Path) -> Server:
     import dataclasses
     import shutil
 
-    server = Server(dataclasses.replace(template.settings, url=f"http://127.0.0.1:{free_port()}"), state_dir)
+    settings = dataclasses.replace(
+        template.settings, url=f"http://127.0.0.1:{free_port()}", state_dir=state_dir
+    )
+    server = Server(settings)
     shutil.copytree(template.data_dir, server.data_dir)
     return server
 

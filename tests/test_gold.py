@@ -12,13 +12,13 @@ import pytest
 from knowref60k.core.errors import UserError
 from knowref60k.extract.gold import (
     GOLD_FILE,
-    POOL_FIELDS,
     REASONS,
     GoldItem,
     gold_metadata,
     judge,
     load_gold,
 )
+from knowref60k.extract.pool import POOL_FIELDS
 
 GOLD_FIELDS = set(POOL_FIELDS) | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
 

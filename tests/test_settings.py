@@ -131,7 +131,7 @@ def test_the_demo_has_a_label_studio_of_its_own(tmp_path: Path, monkeypatch: pyt
         settings.api_key,
     )
     # another port, and another data folder: the real project's annotators never see the demo's
-    assert Server(demo, DEMO_STATE_DIR).data_dir != Server(settings).data_dir
+    assert Server(demo).data_dir == DEMO_STATE_DIR / "data" != Server(settings).data_dir
     assert DEMO_STATE_DIR != STATE_DIR
     monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", "http://127.0.0.1:9999/")
     assert demo_settings(settings).url == "http://127.0.0.1:9999"

@@ -222,8 +222,21 @@ def release(
         "output/annotation/votes.parquet"
     ),
     out: Annotated[Path, typer.Option(help="Folder of releases.")] = Path("data/releases"),
-    keep_at_least: Annotated[int, typer.Option(help="Votes that must agree to keep an item.")] = 4,
-    votes_per_item: Annotated[int, typer.Option(help="Distinct votes an item needs.")] = 5,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="TOML file with a [labelling] table (the rules).")
+    ] = None,
+    keep_at_least: Annotated[
+        int | None, typer.Option(help="Resolution votes that must agree to keep an item (default 4).")
+    ] = None,
+    votes_per_item: Annotated[
+        int | None, typer.Option(help="The most resolution votes an item gets (default 5).")
+    ] = None,
+    fifth_vote: Annotated[
+        bool | None, typer.Option("--fifth-vote", help="Kept items waited for every vote (5/5 strength).")
+    ] = None,
+    without_screening: Annotated[
+        bool, typer.Option("--without-screening", help="Votes from before screening existed: resolve all.")
+    ] = False,
     split_proportions: Annotated[str, typer.Option(help="train,validation,test shares.")] = "0.8,0.1,0.1",
     overlap_index: Annotated[
         Path | None,
@@ -240,7 +253,7 @@ def release(
     ] = "ngrams",
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
-    from knowref60k.release.agreement import AgreementRule
+    from knowref60k.labelling.config import load_labelling_config
     from knowref60k.release.build import build_release
     from knowref60k.release.config import ReleaseConfig
     from knowref60k.release.load import read_manifest
@@ -251,8 +264,14 @@ def release(
             shares = dict(zip(SPLITS, (float(x) for x in split_proportions.split(",")), strict=False))
         except ValueError:
             raise UserError(f"--split-proportions takes three numbers, not {split_proportions!r}") from None
-        rule = AgreementRule(votes_per_item=votes_per_item, keep_at_least=keep_at_least)
-        config = ReleaseConfig(rule=rule, proportions=shares, debias=debias_features if debias else None)
+        labelling = load_labelling_config(
+            config_file,
+            keep_at_least=keep_at_least,
+            votes_per_item=votes_per_item,
+            fifth_vote=fifth_vote,
+            screening=False if without_screening else None,
+        )
+        config = ReleaseConfig(labelling, proportions=shares, debias=debias_features if debias else None)
         audit = _overlap_audit(overlap_index, benchmarks, model) if overlap_index else None
         made = build_release(run, votes, version, out, config, audit)
     except UserError as error:

@@ -8,12 +8,13 @@ import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 import orjson
 
 from knowref60k.core.errors import UserError
 
+T = TypeVar("T")
 MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
 # en_core_web_sm under its own name first; the same model as pinned in requirements-model.lock; the
 # offline fallback from ../shared/models.
@@ -159,8 +160,14 @@ def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
 
 def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
     """Defaults, then the TOML file's `[prepare]` table, then explicit overrides."""
-    values = _read_toml(path, "prepare") if path is not None else {}
-    return PrepareConfig(**_checked(PrepareConfig, path, {**values, **_given(overrides)}))
+    return load_section(PrepareConfig, path, "prepare", overrides)
+
+
+def load_section(kind: type[T], path: Path | None, section: str, overrides: dict[str, Any]) -> T:
+    """A settings dataclass from its defaults, then the TOML file's `[section]` table, then the
+    overrides that were given."""
+    values = _read_toml(path, section) if path is not None else {}
+    return kind(**_checked(kind, path, {**values, **_given(overrides)}))
 
 
 def _given(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import orjson
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
-from knowref60k.extract.pipeline import CandidateExtractor, ChunkResult
+from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from knowref60k.ingest.readers import LineChunk
 
@@ -41,11 +41,16 @@ def detokenize(tokenized: str) -> str:
 
 
 def extract_sentences(
-    source: str, sentences: Sequence[str], config: ExtractConfig, model_name: str
+    source: str,
+    sentences: Sequence[str],
+    config: ExtractConfig,
+    model_name: str,
+    stages: Sequence[StageClass] = STAGES,
 ) -> ChunkResult:
-    """The whole extraction on sentences given one per line: row `line_number` n comes from sentence n."""
+    """The whole extraction (or `stages`) on sentences given one per line: row `line_number` n comes from
+    sentence n."""
     data = "\n".join(sentence.replace("\n", " ") for sentence in sentences).encode() + b"\n"
-    return CandidateExtractor(config, model_name).process(source, "text", LineChunk(1, data))
+    return CandidateExtractor(config, model_name, stages).process(source, "text", LineChunk(1, data))
 
 
 @dataclass(frozen=True)

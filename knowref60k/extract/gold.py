@@ -1,100 +1,19 @@
-"""The Reddit gold set: the pool of sentences it judges, and how extraction is scored against it."""
+"""The Reddit gold set: judged sentences, and how extraction is scored against them. Loading and judging
+need no spaCy pipeline; scoring extraction does (`score_gold`)."""
 
 from __future__ import annotations
 
 import collections
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pyarrow.parquet as pq
-from spacy.tokens import Doc
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import DATA_DIR
-from knowref60k.extract.evaluation import extract_sentences
-from knowref60k.extract.extractor import Extractor
-from knowref60k.extract.persons import is_sentence_initial
-from knowref60k.extract.pipeline import STAGES, StageClass
-from knowref60k.extract.records import NounPhrase, Target
-from knowref60k.extract.stages.antecedents import AntecedentFilter, looks_like_name
-
-POOL_FIELDS = (
-    "candidate_id",
-    "source_file",
-    "line_number",
-    "comment_id",
-    "subreddit",
-    "sentence",
-    "connective",
-    "connective_start",
-    "connective_end",
-    "pronoun",
-    "pronoun_start",
-    "pronoun_end",
-)
-
-
-class AnyTwoNames(AntecedentFilter):
-    """The pool's antecedent rule: at least two runs of capitalised words before the connective, whatever
-    they name. A word capitalised by its position counts only if it may be a name (tagged a proper noun,
-    a first name, or no common word). Person rules choose among such runs, so what they emit is in the pool.
-    """
-
-    def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | str:
-        runs: list[NounPhrase] = []
-        in_run = False
-        for i in range(target.connective.start):
-            if not looks_like_name(doc[i].text):
-                in_run = False
-            elif not in_run and self._may_be_name(doc, i):
-                runs.append(NounPhrase(i, i + 1, i))
-                in_run = True
-        return runs if len(runs) >= 2 else "fewer_than_two_capitalised_runs"
-
-    def _may_be_name(self, doc: Doc, i: int) -> bool:
-        text = doc[i].text
-        return (
-            not is_sentence_initial(doc, i)
-            or doc[i].tag_ in ("NNP", "NNPS")
-            or self.lexicon.is_first_name(text)
-            or not self.lexicon.is_common_word(text)
-        )
-
-    def needs_entities(self, doc: Doc, phrases: Sequence[NounPhrase]) -> bool:
-        return False
-
-    def choose(
-        self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
-    ) -> tuple[NounPhrase, NounPhrase] | str:
-        return phrases[0], phrases[1]
-
-
-POOL_STAGES: tuple[StageClass, ...] = tuple(
-    AnyTwoNames if stage is AntecedentFilter else stage for stage in STAGES
-)
-
-
-def build_pool(inputs: Sequence[Path], workers: int = 2, model: str | None = None) -> list[dict[str, Any]]:
-    """Every pool sentence of the inputs, in input order."""
-    rows: list[dict[str, Any]] = []
-    config = ExtractConfig(model=model)
-    with (
-        tempfile.TemporaryDirectory() as scratch,
-        Extractor(config, workers, stages=POOL_STAGES) as extractor,
-    ):
-        for path in inputs:
-            report = extractor.extract_file(path, Path(scratch))
-            rows.extend(
-                {field: row[field] for field in POOL_FIELDS}
-                for row in pq.read_table(report.rows_path).to_pylist()
-            )
-    return rows
-
 
 GOLD_DIR = DATA_DIR / "eval"
 GOLD_FILE = GOLD_DIR / "reddit_gold.jsonl"
@@ -228,6 +147,8 @@ def score_gold(
 ) -> dict[str, Any]:
     """Extraction on the gold sentences (one per line): precision and recall per part, and the yield of
     correct candidates per million comments of the source the pool came from."""
+    from knowref60k.extract.evaluation import extract_sentences
+
     result = extract_sentences("gold", [item.sentence for item in items], config, model_name)
     rows = {row["line_number"]: row for row in result.rows}
     scores = {split: GoldScore() for split in ("all", *SPLITS)}

@@ -1,68 +1,24 @@
-"""Agreement: which items are kept, and how much the annotators agree."""
+"""Agreement: which items are kept (by the labelling rules), and how much the annotators agree."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-CHOICES = ("antecedent1", "antecedent2", "neither")
-# A vote names an antecedent of the candidate; the release shows the names that replaced them.
-RELEASE_NAMES = {"antecedent1": "name1", "antecedent2": "name2", "neither": "neither"}
-KEPT, REJECTED_NEITHER, REJECTED_AMBIGUOUS, PENDING = (
-    "kept",
-    "rejected_neither",
-    "rejected_ambiguous",
-    "pending",
+from knowref60k.labelling.decisions import (
+    KEPT,
+    PENDING,
+    RESOLUTION_CHOICES,
+    Decision,
+    ResolutionRule,
+    decide,
 )
 
-
-@dataclass(frozen=True)
-class AgreementRule:
-    """Votes needed per item, and the least number agreeing on one antecedent to keep it."""
-
-    votes_per_item: int = 5
-    keep_at_least: int = 4
-    flag_annotators_below: float = 0.6
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class ItemDecision:
-    item_id: str
-    status: str
-    label: str | None
-    strength: int
-    votes: tuple[Mapping[str, Any], ...]
-
-
-def distinct_votes(votes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """One vote per annotator (their latest), in the order the votes were first cast."""
-    latest: dict[Any, Mapping[str, Any]] = {}
-    for vote in sorted(votes, key=lambda v: (v["updated_at"], v["annotation_id"])):
-        latest[vote["annotator_id"]] = vote
-    return sorted(latest.values(), key=lambda v: (v["created_at"], v["annotation_id"]))
-
-
-def decide(item_id: str, votes: Iterable[Mapping[str, Any]], rule: AgreementRule) -> ItemDecision:
-    """Keep when at least `keep_at_least` of the first `votes_per_item` distinct annotators chose the
-    same antecedent; reject as an extraction error when a majority chose "neither"; reject as
-    ambiguous otherwise; pending while fewer than `votes_per_item` annotators voted."""
-    counted = distinct_votes(votes)[: rule.votes_per_item]
-    if len(counted) < rule.votes_per_item:
-        return ItemDecision(item_id, PENDING, None, 0, tuple(counted))
-    tally = Counter(vote["choice"] for vote in counted)
-    label, strength = max(((c, tally[c]) for c in CHOICES[:2]), key=lambda pair: pair[1])
-    if strength >= rule.keep_at_least:
-        return ItemDecision(item_id, KEPT, label, strength, tuple(counted))
-    if tally["neither"] * 2 > rule.votes_per_item:
-        return ItemDecision(item_id, REJECTED_NEITHER, None, tally["neither"], tuple(counted))
-    return ItemDecision(item_id, REJECTED_AMBIGUOUS, None, strength, tuple(counted))
+# A vote names an antecedent of the candidate; the release shows the names that replaced them.
+RELEASE_NAMES = {"antecedent1": "name1", "antecedent2": "name2", "neither": "neither"}
 
 
 def kappa_text(kappa: float | None) -> str:
@@ -85,7 +41,7 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
 
 @dataclass
 class AgreementReport:
-    decisions: dict[str, ItemDecision]
+    decisions: dict[str, Decision]
     kappa: float
     annotators: dict[str, dict[str, float]]
     flagged: list[str]
@@ -93,6 +49,7 @@ class AgreementReport:
     label_balance: dict[str, int]
     status_counts: dict[str, int] = field(default_factory=dict)
     simulated_votes: int = 0
+    late_votes: int = 0
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -104,34 +61,29 @@ class AgreementReport:
             "annotators": self.annotators,
             "flagged_annotators": self.flagged,
             "simulated_votes": self.simulated_votes,
+            "late_votes": self.late_votes,
         }
 
 
 def agreement(
-    item_ids: Iterable[str], votes: Iterable[Mapping[str, Any]], rule: AgreementRule, annotator_key: Any = str
+    item_ids: Iterable[str],
+    votes: Iterable[Mapping[str, Any]],
+    rule: ResolutionRule,
+    annotator_key: Any = str,
 ) -> AgreementReport:
-    """Decide every item and measure agreement over the complete ones."""
+    """Decide every item by its (resolution) votes, and measure agreement: Fleiss' kappa over the items
+    that got all `votes_per_item` votes (an item closed early has fewer), agreement with the majority
+    per annotator over the decided ones."""
     by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     all_votes = list(votes)
     for vote in all_votes:
         by_item[vote["item_id"]].append(vote)
     decisions = {item_id: decide(item_id, by_item.get(item_id, []), rule) for item_id in item_ids}
-    complete = [d for d in decisions.values() if d.status != PENDING]
-    counts = [[sum(v["choice"] == c for v in d.votes) for c in CHOICES] for d in complete]
-    agree: Counter[str] = Counter()
-    rated: Counter[str] = Counter()
-    for decision in complete:
-        tally = Counter(v["choice"] for v in decision.votes).most_common()
-        majority = tally[0][0] if len(tally) == 1 or tally[0][1] > tally[1][1] else None
-        for vote in decision.votes:
-            annotator = annotator_key(vote["annotator_id"])
-            rated[annotator] += 1
-            agree[annotator] += vote["choice"] == majority
-    annotators = {
-        name: {"items": rated[name], "agreement_with_majority": round(agree[name] / rated[name], 4)}
-        for name in sorted(rated)
-    }
-    counted = [v for d in complete for v in d.votes]
+    decided = [d for d in decisions.values() if d.status != PENDING]
+    full = [d for d in decided if len(d.votes) == rule.votes_per_item]
+    counts = [[sum(v["choice"] == c for v in d.votes) for c in RESOLUTION_CHOICES] for d in full]
+    annotators = _annotator_agreement(decided, annotator_key)
+    counted = [v for d in decided for v in d.votes]
     return AgreementReport(
         decisions=decisions,
         kappa=fleiss_kappa(counts),
@@ -141,12 +93,25 @@ def agreement(
         ],
         neither_share=sum(v["choice"] == "neither" for v in counted) / len(counted) if counted else 0.0,
         label_balance=dict(
-            sorted(
-                Counter(
-                    RELEASE_NAMES[d.label] for d in decisions.values() if d.status == KEPT and d.label
-                ).items()
-            )
+            sorted(Counter(RELEASE_NAMES[d.label] for d in decided if d.status == KEPT and d.label).items())
         ),
         status_counts=dict(sorted(Counter(d.status for d in decisions.values()).items())),
         simulated_votes=sum(bool(v.get("simulated")) for v in all_votes),
+        late_votes=sum(len(d.late) for d in decisions.values()),
     )
+
+
+def _annotator_agreement(decided: Iterable[Decision], annotator_key: Any) -> dict[str, dict[str, float]]:
+    agree: Counter[str] = Counter()
+    rated: Counter[str] = Counter()
+    for decision in decided:
+        tally = Counter(v["choice"] for v in decision.votes).most_common()
+        majority = tally[0][0] if len(tally) == 1 or tally[0][1] > tally[1][1] else None
+        for vote in decision.votes:
+            annotator = annotator_key(vote["annotator_id"])
+            rated[annotator] += 1
+            agree[annotator] += vote["choice"] == majority
+    return {
+        name: {"items": rated[name], "agreement_with_majority": round(agree[name] / rated[name], 4)}
+        for name in sorted(rated)
+    }

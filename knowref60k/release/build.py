@@ -11,7 +11,7 @@ import hashlib
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,11 +24,14 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256, read_rows
 from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
+from knowref60k.labelling.decisions import CHOICES, KEPT
+from knowref60k.labelling.quality import is_control
 from knowref60k.overlap.audit import OverlapAudit, marked_release_row, overlap_summary
 from knowref60k.overlap.figures import render_overlap_png
-from knowref60k.release.agreement import CHOICES, KEPT, RELEASE_NAMES, AgreementReport, agreement
-from knowref60k.release.card import render_card, render_funnel_png
+from knowref60k.release.agreement import RELEASE_NAMES, AgreementReport
+from knowref60k.release.card import CardFacts, render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
+from knowref60k.release.labelled import Labelled, label
 from knowref60k.release.schema import hf_features, release_schema
 from knowref60k.release.splits import SPLITS, split_of
 
@@ -46,7 +49,16 @@ FUNNEL_LABELS = {
 }
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
 # What agreement and the release rows read of a vote.
-VOTE_COLUMNS = ("item_id", "annotation_id", "annotator_id", "choice", "created_at", "updated_at", "simulated")
+VOTE_COLUMNS = (
+    "stage",
+    "item_id",
+    "annotation_id",
+    "annotator_id",
+    "choice",
+    "created_at",
+    "updated_at",
+    "simulated",
+)
 
 
 def opaque(annotator_id: Any) -> str:
@@ -121,18 +133,23 @@ def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any
 
 
 def _vote_problem(vote: Mapping[str, Any], items: Mapping[str, Any]) -> str | None:
-    if vote["choice"] not in CHOICES:
+    if vote["stage"] not in CHOICES:
+        return "unknown_stage"
+    if vote["choice"] not in CHOICES[vote["stage"]]:
         return "unknown_choice"
     if vote["annotator_id"] is None:
         return "no_annotator"
     if vote["created_at"] is None or vote["updated_at"] is None or vote["annotation_id"] is None:
         return "no_annotation_time_or_id"
-    if vote["item_id"] not in items:
+    if vote["item_id"] not in items and not is_control(vote["item_id"]):
         return "unknown_item"
     return None
 
 
-def release_row(item: Mapping[str, Any], decision: Any) -> dict[str, Any]:
+def release_row(item: Mapping[str, Any], labelled: Labelled) -> dict[str, Any]:
+    item_id = item["candidate_id"]
+    decision = labelled.report.decisions[item_id]
+    screened = labelled.screening[item_id].votes if labelled.screening else ()
     return {
         "id": item["candidate_id"],
         "sentence": item["perturbed_sentence"],
@@ -149,7 +166,10 @@ def release_row(item: Mapping[str, Any], decision: Any) -> dict[str, Any]:
         "annotation_strength": decision.strength,
         "votes": [RELEASE_NAMES[v["choice"]] for v in decision.votes],
         "annotators": [opaque(v["annotator_id"]) for v in decision.votes],
-        "simulated_votes": sum(bool(v["simulated"]) for v in decision.votes),
+        "late_votes": len(decision.late),
+        "label_posterior": labelled.label_model.posterior(item_id, decision.label or ""),
+        "screeners": [opaque(v["annotator_id"]) for v in screened],
+        "simulated_votes": sum(bool(v["simulated"]) for v in (*decision.votes, *screened)),
         "comment_id": item["comment_id"],
         "link_id": item["link_id"],
         "subreddit": item["subreddit"],
@@ -163,9 +183,13 @@ class Release:
     version: str
     path: Path
     splits: dict[str, int]
-    report: AgreementReport
+    labelled: Labelled
     simulated: bool
     rejected_votes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def report(self) -> AgreementReport:
+        return self.labelled.report
 
 
 def build_release(
@@ -185,71 +209,75 @@ def build_release(
             f"release {version} exists at {target}: releases are never overwritten, pick a new version"
         )
     inputs = read_inputs(run_dir, votes_path)
-    report = agreement(sorted(inputs.items), inputs.votes, config.rule, opaque)
+    labelled = label(inputs.items, inputs.votes, config.labelling, opaque, config.control_answers())
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
     for item_id in sorted(inputs.items):
-        decision = report.decisions[item_id]
-        if decision.status == KEPT:
+        if labelled.eligible(item_id) and labelled.report.decisions[item_id].status == KEPT:
             item = inputs.items[item_id]
-            rows[split_of(item, config.proportions)].append(release_row(item, decision))
+            rows[split_of(item, config.proportions)].append(release_row(item, labelled))
     overlap = _audit(rows, audit) if audit else None
     debiased = _debias(rows, config.debias) if config.debias else None
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "data").mkdir(parents=True)
     try:
-        files = _write_splits(staging, rows, audited=overlap is not None, debiased=debiased is not None)
-        aflite = None
-        if debiased:
-            kept = {
-                split: [row for row in split_rows if row["aflite_kept"]] for split, split_rows in rows.items()
-            }
-            files += _write_splits(staging, kept, overlap is not None, True, "data/debiased/")
-            debiased.plot(staging / "aflite.png")
-            files.append("aflite.png")
-            aflite = {
-                **debiased.report,
-                "splits": {split: len(kept_rows) for split, kept_rows in kept.items()},
-            }
-        files += _write_jsonl(staging, rows)
-        simulated = report.simulated_votes > 0
-        counts = {name: len(split_rows) for name, split_rows in rows.items()}
-        funnel = funnel_counts(inputs, report)
-
-        render_funnel_png(funnel, staging / "funnel.png")
-        files += ["README.md", "funnel.png"]
-        if overlap:
-            curves = {name: group["curve"] for name, group in overlap["groups"].items() if group["items"]}
-            render_overlap_png(curves, staging / "overlap.png", "Overlap of the release's items")
-            files.append("overlap.png")
-        sizes = {
-            s: sum((staging / f).stat().st_size for f in files if f.startswith(f"data/{s}-")) for s in SPLITS
-        }
-        (staging / "README.md").write_text(
-            render_card(
-                version,
-                counts,
-                sizes,
-                funnel,
-                report,
-                config,
-                simulated,
-                overlap,
-                grouped_by(rows),
-                aflite,
-            ),
-            encoding="utf-8",
-        )
-        manifest = _manifest(version, staging, files, inputs, report, config, simulated, counts)
-        if overlap:
-            manifest["overlap"] = overlap
-        if aflite:
-            manifest["aflite"] = aflite
-        (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
+        _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
         os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Release(version, target, counts, report, simulated, inputs.rejected_votes)
+    simulated = contents.simulated_votes > 0
+    return Release(version, target, contents.counts, labelled, simulated, inputs.rejected_votes)
+
+
+def _write_contents(
+    staging: Path,
+    rows: Mapping[str, list[dict[str, Any]]],
+    inputs: ReleaseInputs,
+    labelled: Labelled,
+    overlap: dict[str, Any] | None,
+    debiased: Analysis | None,
+) -> CardFacts:
+    """The splits (and the debiased config), the JSONL export and the figures."""
+    files = _write_splits(staging, rows, audited=overlap is not None, debiased=debiased is not None)
+    aflite = None
+    if debiased:
+        kept = {
+            split: [row for row in split_rows if row["aflite_kept"]] for split, split_rows in rows.items()
+        }
+        files += _write_splits(staging, kept, overlap is not None, True, "data/debiased/")
+        debiased.plot(staging / "aflite.png")
+        files.append("aflite.png")
+        aflite = {**debiased.report, "splits": {split: len(kept_rows) for split, kept_rows in kept.items()}}
+    files += _write_jsonl(staging, rows)
+    funnel = funnel_counts(inputs, labelled)
+    render_funnel_png(funnel, staging / "funnel.png")
+    files += ["README.md", "funnel.png"]
+    if overlap:
+        curves = {name: group["curve"] for name, group in overlap["groups"].items() if group["items"]}
+        render_overlap_png(curves, staging / "overlap.png", "Overlap of the release's items")
+        files.append("overlap.png")
+    counts = {name: len(split_rows) for name, split_rows in rows.items()}
+    simulated = sum(bool(v["simulated"]) for v in inputs.votes)
+    return CardFacts(files, counts, funnel, simulated, grouped_by(rows), overlap, aflite)
+
+
+def _write_card_and_manifest(
+    staging: Path,
+    version: str,
+    contents: CardFacts,
+    inputs: ReleaseInputs,
+    labelled: Labelled,
+    config: ReleaseConfig,
+) -> None:
+    sizes = {
+        s: sum((staging / f).stat().st_size for f in contents.files if f.startswith(f"data/{s}-"))
+        for s in SPLITS
+    }
+    card = render_card(version, contents, sizes, labelled, config)
+    (staging / "README.md").write_text(card, encoding="utf-8")
+    manifest = _manifest(version, staging, contents, inputs, labelled, config)
+    (staging / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def grouped_by(rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, int]:
@@ -336,39 +364,49 @@ def _write_jsonl(staging: Path, rows: Mapping[str, list[dict[str, Any]]]) -> lis
     return files
 
 
-def funnel_counts(inputs: ReleaseInputs, report: AgreementReport) -> list[tuple[str, int]]:
+def funnel_counts(inputs: ReleaseInputs, labelled: Labelled) -> list[tuple[str, int]]:
     """(stage, count) from the dump's comments down to the kept items. The early extraction stages
-    that `FUNNEL_LABELS` names, then the files' own counts of candidates and of items: those hold
-    whichever stages the pipelines end with."""
+    that `FUNNEL_LABELS` names, then the files' own counts of candidates and of items (those hold
+    whichever stages the pipelines end with), then screening and resolution, named by their rules."""
     stages = inputs.extraction.stages
-    labelled = sum(count for status, count in report.status_counts.items() if status != "pending")
+    report, config = labelled.report, labelled.config
+    screening = labelled.screening_counts()
+    screened = (
+        [
+            ("screened (original sentence)", screening["items"] - screening["pending"]),
+            ("screened valid", screening["screened_valid"]),
+        ]
+        if config.screening
+        else []
+    )
+    resolved = sum(count for status, count in report.status_counts.items() if status != "pending")
+    rule = config.resolution_rule
     return [
         *((label, stages[name].forwarded if name in stages else 0) for name, label in FUNNEL_LABELS.items()),
         ("two person antecedents (candidates)", inputs.candidates),
         ("unique items", inputs.unique_items),
-        ("labelled by 5 annotators", labelled),
-        ("kept (>= 4 of 5 agree)", report.status_counts.get(KEPT, 0)),
+        *screened,
+        (f"resolved (up to {rule.votes_per_item} votes)", resolved),
+        (f"kept (>= {rule.keep_at_least} of {rule.votes_per_item} agree)", report.status_counts.get(KEPT, 0)),
     ]
 
 
 def _manifest(
     version: str,
     staging: Path,
-    files: Iterable[str],
+    contents: CardFacts,
     inputs: ReleaseInputs,
-    report: AgreementReport,
+    labelled: Labelled,
     config: ReleaseConfig,
-    simulated: bool,
-    counts: Mapping[str, int],
 ) -> dict[str, Any]:
     newest_vote = max((v["updated_at"] for v in inputs.votes), default=None)
     manifest: dict[str, Any] = {}
-    if simulated:
+    if contents.simulated_votes:
         manifest["warning"] = (
-            f"SIMULATED VOTES: {report.simulated_votes} votes came from simulated annotators"
+            f"SIMULATED VOTES: {contents.simulated_votes} votes came from simulated annotators"
         )
     entries = []
-    for name in sorted(files):
+    for name in sorted(contents.files):
         path = staging / name
         entries.append({"path": name, "sha256": file_sha256(path), "rows": _row_count(path)})
     manifest.update(
@@ -380,13 +418,19 @@ def _manifest(
             "code_fingerprint": code_fingerprint(__name__),
             "config": config.to_dict(),
             "seeds": {"perturbation": inputs.perturbation_seed, "split_salt": "knowref60k-split-v1"},
-            "splits": dict(counts),
-            "agreement": report.summary(),
+            "splits": dict(contents.counts),
+            "funnel": dict(contents.funnel),
+            "labelling": labelled.summary(),
+            "agreement": labelled.report.summary(),
             "rejected_votes": inputs.rejected_votes,
             "files": entries,
             "sources": sorted(inputs.sources, key=lambda s: s["file"]),
         }
     )
+    if contents.overlap:
+        manifest["overlap"] = contents.overlap
+    if contents.aflite:
+        manifest["aflite"] = contents.aflite
     return manifest
 
 

@@ -4,14 +4,21 @@ overlap curves."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
+import yaml
+
 from knowref60k.core.figures import pyplot, save_figure
-from knowref60k.release.agreement import AgreementReport, kappa_text
+from knowref60k.release.agreement import kappa_text
 from knowref60k.release.config import ReleaseConfig
+from knowref60k.release.labelled import Labelled
 from knowref60k.release.schema import hf_features, release_fields
 from knowref60k.release.splits import SPLITS
+
+TEMPLATE = Path(__file__).with_name("card_template.md")
 
 
 def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
@@ -32,178 +39,85 @@ def render_funnel_png(funnel: Sequence[tuple[str, int]], path: Path) -> None:
     save_figure(figure, path)
 
 
-def _yaml(
-    version: str,
-    counts: Mapping[str, int],
-    sizes: Mapping[str, int],
-    simulated: bool,
-    audited: bool,
-    debiased_counts: Mapping[str, int] | None = None,
-) -> str:
-    present = [split for split in SPLITS if counts[split]]
-    lines = ["---"]
-    if simulated:
-        lines.append("# WARNING: built from SIMULATED votes (a demo or test release), not from people.")
-    lines += [
-        f"pretty_name: KnowRef-60K-style pronoun problems from Reddit ({version})",
-        "license: cc-by-4.0",
-        "language:",
-        "- en",
-        "task_categories:",
-        "- multiple-choice",
-        "tags:",
-        "- coreference",
-        "- winograd",
-        "configs:",
-        "- config_name: default",
-        "  data_files:",
+@dataclass
+class CardFacts:
+    """What was written into a release folder before its card: the card and the manifest report it."""
+
+    files: list[str]
+    counts: dict[str, int]
+    funnel: list[tuple[str, int]]
+    simulated_votes: int
+    grouping: dict[str, int]
+    overlap: dict[str, Any] | None = None
+    aflite: dict[str, Any] | None = None
+
+
+def card_metadata(version: str, facts: CardFacts, sizes: Mapping[str, int]) -> dict[str, Any]:
+    """The card's YAML header as data: what the Hugging Face Hub reads (configs, features, splits)."""
+    present = [split for split in SPLITS if facts.counts[split]]
+    configs = [
+        {
+            "config_name": "default",
+            "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in present],
+        }
     ]
-    for split in present:
-        lines += [f"  - split: {split}", f"    path: data/{split}-*.parquet"]
-    if debiased_counts is not None:
+    if facts.aflite is not None:
         # As winogrande_debiased: only the items AFLite kept (`aflite_kept`), in the same splits.
-        lines += ["- config_name: debiased", "  data_files:"]
-        for split in (split for split in SPLITS if debiased_counts.get(split)):
-            lines += [f"  - split: {split}", f"    path: data/debiased/{split}-*.parquet"]
-    lines += ["dataset_info:", "  features:"]
-    for name, feature in hf_features(audited, debiased_counts is not None).items():
-        lines.append(f"  - name: {name}")
-        if feature["_type"] == "ClassLabel":
-            lines += ["    dtype:", "      class_label:", "        names:"]
-            lines += [f"          '{i}': {label}" for i, label in enumerate(feature["names"])]
-        elif feature["_type"] == "List":
-            lines += ["    list: string"]
-        else:
-            lines.append(f"    dtype: {feature['dtype']}")
-    lines += ["  splits:"]
-    for split in present:
-        lines += [
-            f"  - name: {split}",
-            f"    num_bytes: {sizes[split]}",
-            f"    num_examples: {counts[split]}",
-        ]
-    lines.append("---")
-    return "\n".join(lines) + "\n"
+        debiased = [s for s in SPLITS if facts.aflite["splits"].get(s)]
+        configs.append(
+            {
+                "config_name": "debiased",
+                "data_files": [{"split": s, "path": f"data/debiased/{s}-*.parquet"} for s in debiased],
+            }
+        )
+    features = hf_features(facts.overlap is not None, facts.aflite is not None)
+    return {
+        "pretty_name": f"KnowRef-60K-style pronoun problems from Reddit ({version})",
+        "license": "cc-by-4.0",
+        "language": ["en"],
+        "task_categories": ["multiple-choice"],
+        "tags": ["coreference", "winograd"],
+        "configs": configs,
+        "dataset_info": {
+            "features": [{"name": name, **_yaml_feature(feature)} for name, feature in features.items()],
+            "splits": [{"name": s, "num_bytes": sizes[s], "num_examples": facts.counts[s]} for s in present],
+        },
+    }
 
 
-LICENCE_AND_LIMITATIONS = """## Licence
-
-The labels, names and offsets of this release are CC BY 4.0. The sentences are excerpts of Reddit
-comments: they remain their authors' and are subject to Reddit's User Agreement and Data API terms;
-use them for research, and remove an item when its comment is deleted.
-
-## Limitations
-
-- Candidates are found by rules on a small spaCy model. On a hand-judged sample of Reddit (the
-  knowref60k repository's `data/eval/`), about 3 in 4 extracted candidates are valid problems (75.7%
-  precision; 68.4% on its held-back part) and about half of the valid sentences are found (52.3%).
-  Annotators' "neither" answers remove most invalid items; the share is reported above.
-- Names are replaced by US and world first names of the pronoun's gender; items whose other-gender
-  pronouns would be left dangling are dropped. The original text is English Reddit, with its topics
-  and biases.
-
-## Citation
-
-```bibtex
-@misc{knowref60k_pipeline,
-  title  = {knowref60k: KnowRef-60K-style pronoun problems mined from Reddit},
-  note   = {Dataset release built with the knowref60k pipeline},
-  year   = {2026}
-}
-@inproceedings{emami-etal-2020-analysis,
-  title     = {An Analysis of Dataset Overlap on {W}inograd-Style Tasks},
-  author    = {Emami, Ali and Suleman, Kaheer and Trischler, Adam and Cheung, Jackie Chi Kit},
-  booktitle = {Proceedings of the 28th International Conference on Computational Linguistics},
-  year      = {2020},
-}
-```
-"""
+def _yaml_feature(feature: Mapping[str, Any]) -> dict[str, Any]:
+    if feature["_type"] == "ClassLabel":
+        return {"dtype": {"class_label": {"names": {str(i): n for i, n in enumerate(feature["names"])}}}}
+    if feature["_type"] == "List":
+        return {"list": "string"}
+    return {"dtype": feature["dtype"]}
 
 
 def render_card(
-    version: str,
-    counts: Mapping[str, int],
-    sizes: Mapping[str, int],
-    funnel: Sequence[tuple[str, int]],
-    report: AgreementReport,
-    config: ReleaseConfig,
-    simulated: bool,
-    overlap: Mapping[str, Any] | None = None,
-    grouping: Mapping[str, int] | None = None,
-    aflite: Mapping[str, Any] | None = None,
+    version: str, facts: CardFacts, sizes: Mapping[str, int], labelled: Labelled, config: ReleaseConfig
 ) -> str:
-    summary = report.summary()
-    kept_counts = aflite["splits"] if aflite else None
-    parts = [_yaml(version, counts, sizes, simulated, overlap is not None, kept_counts)]
-    if simulated:
-        parts.append(
-            f"> **WARNING: SIMULATED VOTES.** {report.simulated_votes:,} votes of this release came from "
-            "simulated annotators (`knowref60k annotate simulate`). It shows the pipeline working; "
-            "it is not a dataset.\n"
-        )
-    parts.append(
-        f"# KnowRef-60K-style pronoun problems from Reddit, release {version}\n\n"
-        "Each item is a sentence from a Reddit comment naming two people, followed by a pronoun that refers "
-        "to one of them. Both people were renamed with random first names of the pronoun's gender, so the "
-        "names give nothing away; five annotators chose the referent, and an item is kept when at least "
-        f"{config.rule.keep_at_least} of {config.rule.votes_per_item} agree. Built with knowref60k, "
-        "following KnowRef-60K (Emami et al., COLING 2020).\n"
+    """README.md of a release: the YAML header, then the body from `card_template.md`."""
+    header: str = yaml.safe_dump(card_metadata(version, facts, sizes), sort_keys=False, allow_unicode=True)
+    warning = "# WARNING: built from SIMULATED votes (a demo or test release), not from people.\n"
+    environment = jinja2.Environment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
     )
-    # A table is one part: parts are joined with a blank line, which would end a table after its header.
-    parts.append(
-        "## Splits\n\n| split | items |\n|---|---:|\n"
-        + "".join(f"| {split} | {counts[split]:,} |\n" for split in SPLITS)
+    template = environment.from_string(TEMPLATE.read_text(encoding="utf-8"))
+    body: str = template.render(
+        version=version,
+        facts=facts,
+        splits=SPLITS,
+        fields=release_fields(facts.overlap is not None, facts.aflite is not None),
+        labelling=labelled,
+        rule=labelled.config.resolution_rule,
+        report=labelled.report,
+        kappa=kappa_text(labelled.report.summary()["fleiss_kappa"]),
+        summary=labelled.summary(),
+        screening=labelled.screening_counts(),
+        overlap_section=_overlap_section(facts.overlap) if facts.overlap else "",
+        aflite_section=_aflite_section(facts.aflite) if facts.aflite else "",
     )
-    grouping = grouping or {}
-    parts.append(
-        "Splits are decided by hashing each item's Reddit thread (`link_id`), so that no thread straddles "
-        "two splits; an item without a thread id is placed by its own id. In this release "
-        f"{grouping.get('thread', 0):,} items were placed by thread and {grouping.get('item', 0):,} by their "
-        "own id. An item keeps its split in later releases.\n"
-    )
-    fields = release_fields(overlap is not None, aflite is not None)
-    parts.append(
-        "## Fields\n\n| field | type | description |\n|---|---|---|\n"
-        + "".join(f"| `{f.name}` | {f.type} | {text} |\n" for f, text in fields)
-    )
-    parts.append(
-        "## Construction funnel\n\n![funnel](funnel.png)\n\n| stage | count |\n|---|---:|\n"
-        + "".join(f"| {name} | {count:,} |\n" for name, count in funnel)
-    )
-    items = summary["items"]
-    parts.append(
-        "\n## Agreement\n\n"
-        f"- Items decided: {', '.join(f'{k} {v:,}' for k, v in items.items())}\n"
-        f"- Fleiss' kappa over complete items: {kappa_text(summary['fleiss_kappa'])}\n"
-        f'- Share of "neither" votes (extraction errors seen by annotators): {summary["neither_share"]:.1%}\n'
-        f"- Label balance of kept items: {summary['label_balance']}\n"
-        f"- Annotators: {len(summary['annotators'])}; flagged below {config.rule.flag_annotators_below:.0%} "
-        f"agreement with the majority: {len(summary['flagged_annotators'])}\n"
-    )
-    if overlap:
-        parts.append(_overlap_section(overlap))
-    if aflite:
-        parts.append(_aflite_section(aflite))
-    parts.append(
-        "\n## Loading\n\nFrom inside this folder (the paths are relative to it):\n\n```python\n"
-        'import knowref60k\ntable = knowref60k.load_release(".", "train")      # pyarrow.Table\n\n'
-        "import glob\nimport pandas as pd\n"
-        'df = pd.concat(pd.read_parquet(p) for p in sorted(glob.glob("data/train-*.parquet")))\n\n'
-        "import duckdb\nduckdb.sql(\"SELECT label, count(*) FROM 'data/*.parquet' GROUP BY label\")\n\n"
-        "from datasets import load_dataset\n"
-        'ds = load_dataset(".")                       # label is a ClassLabel\n'
-        'ds = load_dataset("parquet", data_files={"train": "data/train-*.parquet"})  # so is this one\n'
-        "```\n\n"
-        "`jsonl/{train,validation,test}.jsonl` hold the same items with KnowRef-60K's field names "
-        "(`sentence_with_pronoun`, `candidate0`, `candidate1`, `correct_candidate`, `annotation_strength`).\n"
-        "`manifest.json` lists every file with its sha256, the sources with theirs, the config and seeds.\n"
-    )
-    parts.append(
-        "\n## Privacy\n\nNo Reddit username appears in this release. Annotator ids are opaque hashes. "
-        "Items point to their comment by id only.\n"
-    )
-    parts.append(LICENCE_AND_LIMITATIONS)
-    return "\n".join(part.rstrip("\n") + "\n" for part in parts)
+    return "---\n" + (warning if facts.simulated_votes else "") + header + "---\n" + body
 
 
 def _overlap_section(overlap: Mapping[str, Any]) -> str:

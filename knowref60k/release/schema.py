@@ -40,19 +40,32 @@ FIELDS: list[tuple[pa.Field, str]] = [
     ),
     (
         pa.field("annotation_strength", pa.int8(), nullable=False),
-        "How many of the 5 annotators chose the label (4 or 5).",
+        "How many resolvers chose the label when the item was decided (4; 4 or 5 under the fifth-vote rule).",
     ),
     (
         pa.field("votes", pa.list_(pa.string()), nullable=False),
-        "The 5 votes: name1, name2 or neither, in the order cast.",
+        "The resolution votes that decided the item: name1, name2 or neither, in the order cast.",
     ),
     (
         pa.field("annotators", pa.list_(pa.string()), nullable=False),
-        "Opaque ids of the 5 annotators, in the same order.",
+        "Opaque ids of the resolvers who cast them, in the same order.",
+    ),
+    (
+        pa.field("late_votes", pa.int8(), nullable=False),
+        "Resolution votes cast after the item was decided (kept in the votes file, not counted here).",
+    ),
+    (
+        pa.field("label_posterior", pa.float64()),
+        "Dawid-Skene posterior of the label over all resolution votes (crowd-kit); filter on it for a "
+        "stricter subset.",
+    ),
+    (
+        pa.field("screeners", pa.list_(pa.string()), nullable=False),
+        "Opaque ids of the screeners who judged the original sentence valid; never one of `annotators`.",
     ),
     (
         pa.field("simulated_votes", pa.int8(), nullable=False),
-        "How many of the votes came from simulated annotators.",
+        "How many of the votes (screening and resolution) came from simulated annotators.",
     ),
     (
         pa.field("comment_id", pa.string(), nullable=False),
@@ -76,6 +89,7 @@ HF_FEATURES = {
     "label": {"names": list(LABEL_NAMES), "_type": "ClassLabel"},
     "votes": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
     "annotators": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
+    "screeners": {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"},
 }
 _HF_DTYPES = {
     pa.string(): "string",

@@ -1,0 +1,183 @@
+"""Collect both stages from Label Studio: every vote, the tasks' state, the votes the roles refuse; and
+close every task whose outcome is decided, so that nobody is served it again.
+
+Writes into OUT: `votes.parquet` (the accepted votes of both stages), `tasks.parquet` (every task with its
+state after closing), `refused-votes.jsonl` (each refused vote with its reason) and `collect.json`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from annotation.accounts import SIMULATED_PREFIX, roles
+from annotation.client import LabelStudioClient
+from annotation.votes import VOTE_SCHEMA, VoteCounts, votes_from_export
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import atomic_path, write_json_atomic
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING, STAGES, Rule, decide
+from knowref60k.labelling.separation import ROLE_STAGES, explain, separate
+
+TASK_SCHEMA = pa.schema(
+    [
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("item_id", pa.string(), nullable=False),
+        pa.field("task_id", pa.int64(), nullable=False),
+        pa.field("is_labeled", pa.bool_(), nullable=False),
+        pa.field("overlap", pa.int64(), nullable=False),
+        pa.field("annotators", pa.int64(), nullable=False),
+    ]
+)
+
+
+def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -> dict[str, Any]:
+    """Everything above, in one pass; returns the report also written to `collect.json`, with the lines
+    explaining each refused vote under `refused_lines`."""
+    emails = {user["id"]: user["email"] for user in client.users()}
+    simulated = frozenset(uid for uid, email in emails.items() if email.startswith(SIMULATED_PREFIX))
+    projects = {stage: found for stage in STAGES if (found := client.find_project(stage)) is not None}
+    if not projects:
+        raise UserError(
+            f"no knowref60k project at {client.settings.url} named {client.settings.project!r} (deleted?); "
+            "push items first: knowref60k annotate push ITEMS..."
+        )
+    exported = {stage: client.export(int(project.id)) for stage, project in projects.items()}
+    states = {stage: task_states(client, int(project.id), stage) for stage, project in projects.items()}
+    counts, votes = VoteCounts(), []
+    for stage, tasks in exported.items():
+        stage_votes, stage_counts = votes_from_export(tasks, stage, simulated)
+        votes += stage_votes
+        counts.add(stage_counts)
+    role_by_email = roles(client.settings)
+    separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()})
+    rules: dict[str, Rule] = {SCREENING: config.screening_rule, RESOLUTION: config.resolution_rule}
+    closed = {
+        stage: close_decided(client, states[stage], separated.accepted, rules[stage]) for stage in states
+    }
+    changes = _changes(out_dir / "votes.parquet", separated.accepted)
+    _write(out_dir, separated.accepted, [row for rows in states.values() for row in rows])
+    refused_lines = [
+        explain(vote, reason, emails.get(vote["annotator_id"], "?")) for vote, reason in separated.refused
+    ]
+    _write_refused(out_dir / "refused-votes.jsonl", separated.refused, emails)
+    report = {
+        "projects": {stage: int(project.id) for stage, project in projects.items()},
+        **counts.to_dict(),
+        "votes": len(separated.accepted),
+        "votes_by_stage": {stage: sum(v["stage"] == stage for v in separated.accepted) for stage in projects},
+        "refused_votes": separated.counts(),
+        "closed_tasks": closed,
+        **changes,
+        "simulated_votes": sum(v["simulated"] for v in separated.accepted),
+        "emails": {str(uid): emails.get(uid, "?") for uid in sorted({v["annotator_id"] for v in votes})},
+    }
+    write_json_atomic(out_dir / "collect.json", report)
+    return {**report, "refused_lines": refused_lines}
+
+
+def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dict[str, Any]]:
+    """Every task of the project with its queue state (the export does not carry it)."""
+    listed: list[Any] = client.call(
+        lambda: list(client.sdk.tasks.list(project=project, fields="task_only", page_size=1000))
+    )
+    return [
+        {
+            "stage": stage,
+            "item_id": task.data["item_id"],
+            "task_id": int(task.id),
+            "is_labeled": bool(task.is_labeled),
+            "overlap": int(task.overlap or 0),
+            "annotators": int(task.total_annotations or 0),
+        }
+        for task in listed
+    ]
+
+
+def close_decided(
+    client: LabelStudioClient, tasks: list[dict[str, Any]], votes: Iterable[Mapping[str, Any]], rule: Rule
+) -> dict[str, int]:
+    """Close every open task whose item `rule` has decided (with the votes of the tasks' stage), and
+    reopen a task Label Studio closed by itself on votes that were refused, so it gets the votes it
+    still needs. The task rows are updated to their new state; returns how many of each."""
+    by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    stages = {task["stage"] for task in tasks}
+    for vote in votes:
+        if vote["stage"] in stages:
+            by_item[vote["item_id"]].append(vote)
+    changed = {"closed": 0, "reopened": 0}
+    for task in tasks:
+        decided = decide(task["item_id"], by_item.get(task["item_id"], []), rule).decided
+        if decided == task["is_labeled"]:
+            continue
+        task["overlap"] = max(1, task["annotators"]) if decided else task["annotators"] + 1
+        task["is_labeled"] = decided
+        client.set_queue_state(task["task_id"], task["overlap"], decided)
+        changed["closed" if decided else "reopened"] += 1
+    return changed
+
+
+def settle(
+    client: LabelStudioClient, task_id: int, stage: str, rule: Rule, role_of: Mapping[int, str | None]
+) -> bool:
+    """What a webhook does after each vote: decide the task from its own votes (those its annotators'
+    roles allow) and close it once decided. Returns whether the task is closed."""
+    task: Any = client.call(client.sdk.tasks.get, str(task_id))
+    if task.is_labeled:
+        return True
+    annotations = [a.model_dump(mode="json") for a in client.call(client.sdk.annotations.list, id=task_id)]
+    votes, _ = votes_from_export(
+        [{"id": task_id, "data": task.data, "annotations": annotations}], stage, frozenset()
+    )
+    allowed = [vote for vote in votes if ROLE_STAGES.get(role_of.get(vote["annotator_id"]) or "") == stage]
+    if not decide(str(task.data["item_id"]), allowed, rule).decided:
+        return False
+    client.set_queue_state(task_id, max(1, len(annotations)), True)
+    return True
+
+
+def _write(out_dir: Path, votes: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    votes = sorted(votes, key=lambda v: (v["stage"], v["item_id"], v["annotator_id"]))
+    for name, rows, schema in (("votes", votes, VOTE_SCHEMA), ("tasks", tasks, TASK_SCHEMA)):
+        rows = sorted(rows, key=lambda r: (r["stage"], r["item_id"])) if name == "tasks" else rows
+        with atomic_path(out_dir / f"{name}.parquet") as temporary:
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), temporary, compression="zstd")
+
+
+def _write_refused(path: Path, refused: list[tuple[dict[str, Any], str]], emails: Mapping[int, str]) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(
+            b"".join(
+                orjson.dumps({"reason": reason, "email": emails.get(vote["annotator_id"]), **vote}) + b"\n"
+                for vote, reason in refused
+            )
+        )
+
+
+def _changes(votes_path: Path, votes: list[dict[str, Any]]) -> dict[str, int]:
+    """How the new votes differ from the last collect: new, updated, unchanged, withdrawn."""
+    before: dict[tuple[str, str, int], tuple[int, Any]] = {}
+    if votes_path.exists():
+        columns = ["stage", "item_id", "annotator_id", "annotation_id", "updated_at"]
+        if set(columns) <= set(pq.read_schema(votes_path).names):
+            for row in pq.read_table(votes_path, columns=columns).to_pylist():
+                before[(row["stage"], row["item_id"], row["annotator_id"])] = (
+                    row["annotation_id"],
+                    row["updated_at"],
+                )
+    now = {
+        (v["stage"], v["item_id"], v["annotator_id"]): (v["annotation_id"], v["updated_at"]) for v in votes
+    }
+    return {
+        "new_votes": sum(1 for key in now if key not in before),
+        "updated_votes": sum(1 for key, value in now.items() if key in before and before[key] != value),
+        "unchanged_votes": sum(1 for key, value in now.items() if before.get(key) == value),
+        "withdrawn_votes": sum(1 for key in before if key not in now),
+    }

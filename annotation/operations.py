@@ -1,0 +1,96 @@
+"""What an operator (or a flow) does with the labelling loop: push new items to screening with their
+share of control items, promote the items screening accepted to resolution, and run simulated annotators
+for demos and tests. The command line and the Prefect flows both call these."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from annotation.accounts import SIMULATED_PREFIX, ensure_accounts, roles
+from annotation.client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
+from annotation.collect import settle
+from annotation.simulate import AnnotatorSession, Work, resolver, screener, work_through
+from annotation.tasks import ORDER_SEED, simulated_truth
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.controls import draw_controls, load_controls
+from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, Rule, decide_stage
+from knowref60k.labelling.separation import STAGE_ROLES
+
+
+def rule_of(config: LabellingConfig, stage: str) -> Rule:
+    return config.screening_rule if stage == SCREENING else config.resolution_rule
+
+
+def first_stage(config: LabellingConfig) -> str:
+    return SCREENING if config.screening else RESOLUTION
+
+
+def push_new(client: LabelStudioClient, item_paths: Iterable[Path], config: LabellingConfig) -> PushReport:
+    """New items into the first stage (screening, unless it is off), with control items making up
+    `control_share` of the tasks (drawn the same way on every push, so a repeated push adds none)."""
+    stage = first_stage(config)
+    items = list(read_items(item_paths))
+    controls = [row for path in config.controls for row in load_controls(Path(path))]
+    drawn = draw_controls(
+        controls, stage, len(items), config.control_share, (row["sentence"] for row in items), ORDER_SEED
+    )
+    report = client.push(chain(items, drawn), stage, rule_of(config, stage).limit, ORDER_SEED)
+    return report
+
+
+def screened_valid(votes_path: Path, config: LabellingConfig) -> set[str]:
+    votes = pq.read_table(votes_path).to_pylist() if votes_path.exists() else []
+    decisions = decide_stage(votes, SCREENING, config.screening_rule)
+    return {item_id for item_id, decision in decisions.items() if decision.status == SCREENED_VALID}
+
+
+def promote(
+    client: LabelStudioClient, item_paths: Iterable[Path], votes_path: Path, config: LabellingConfig
+) -> dict[str, Any]:
+    """Push to resolution every item that screening accepted, by the votes last collected (idempotent:
+    items already there are not pushed again)."""
+    accepted = screened_valid(votes_path, config)
+    rows = (row for row in read_items(item_paths) if row["candidate_id"] in accepted)
+    report = client.push(rows, RESOLUTION, config.resolution_rule.limit, ORDER_SEED)
+    return {"screened_valid": len(accepted), "pushed": report.pushed, "tasks": report.tasks_in_project}
+
+
+def simulate(
+    client: LabelStudioClient,
+    stage: str,
+    annotators: int,
+    accuracy: float,
+    config: LabellingConfig,
+    screening_truth: Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> Work:
+    """FOR DEMOS AND TESTS: simulated accounts of the stage's role work through its labelling stream;
+    every vote is settled at once, as the webhook of a real deployment would. Screeners answer
+    `screening_truth` (item -> valid or a reason; "valid" where it has none), resolvers a seeded coin."""
+    rule = rule_of(config, stage)
+    if stage == SCREENING:
+        truth = dict(screening_truth or {})
+        answer = screener(lambda item_id: truth.get(item_id, VALID), accuracy, seed)
+    else:
+        answer = resolver(simulated_truth(seed), accuracy, seed)
+    accounts = ensure_accounts(client, STAGE_ROLES[stage], annotators, SIMULATED_PREFIX)
+    project = client.existing_project(stage)
+    by_email = roles(client.settings)
+    role_of = {user["id"]: by_email.get(user["email"]) for user in client.users()}
+    sessions = [AnnotatorSession(client.settings, account) for account in accounts]
+    try:
+        return work_through(
+            sessions,
+            project,
+            STAGE_PROJECTS[stage].from_name,
+            answer,
+            lambda task_id: settle(client, task_id, stage, rule, role_of),
+        )
+    finally:
+        for session in sessions:
+            session.close()

@@ -1,0 +1,156 @@
+"""Simulated annotators, FOR DEMOS, TESTS AND BENCHMARKS ONLY: real accounts (emails starting with
+`simulated-`) that log in, take their next task from Label Studio's labelling stream and vote through
+the API, as a person's browser does. Each answer is seeded by (seed, item, account), so a rerun gives
+the same answers.
+
+- screeners answer from a truth per item (the judged gold set in the demo) with a given accuracy; a
+  wrong answer on an invalid item calls it valid, on a valid item gives a random reason;
+- resolvers answer a seeded coin per item (there is no real truth) with a given accuracy; a wrong answer
+  is one of the two other choices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from annotation.accounts import Account
+from annotation.settings import Settings
+from knowref60k.core.errors import ServiceUnavailable, UserError
+from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
+
+Answer = Callable[[str, int], str]
+
+
+class AnnotatorSession:
+    """One account logged in to Label Studio, working through a project's labelling stream."""
+
+    def __init__(self, settings: Settings, account: Account, timeout: float = 60) -> None:
+        if account.password is None:
+            raise UserError(
+                f"no password on record for {account.email}: only accounts made here can be simulated"
+            )
+        self.account = account
+        token = _token(settings, account.email, account.password)
+        self.http = httpx.Client(
+            base_url=settings.url, timeout=timeout, headers={"Authorization": f"Token {token}"}
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def next_task(self, project: int) -> dict[str, Any] | None:
+        """The task Label Studio serves this annotator next; None when it serves none."""
+        response = self._send("GET", f"/api/projects/{project}/next")
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        task: dict[str, Any] = response.json()
+        return task
+
+    def vote(self, task: Mapping[str, Any], code: str, from_name: str, lead_time: float = 5.0) -> int:
+        """Submit the answer whose code is `code`; returns the annotation's id."""
+        label = next(label for label, value in task["data"]["answer_identity"].items() if value == code)
+        result = [
+            {"from_name": from_name, "to_name": "sentence", "type": "choices", "value": {"choices": [label]}}
+        ]
+        response = self._send(
+            "POST", f"/api/tasks/{task['id']}/annotations/", json={"result": result, "lead_time": lead_time}
+        )
+        response.raise_for_status()
+        return int(response.json()["id"])
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self.http.request(method, path, **kwargs)
+        except httpx.TransportError as error:
+            raise ServiceUnavailable(
+                f"Label Studio is not reachable at {self.http.base_url} ({error})"
+            ) from None
+
+
+def _token(settings: Settings, email: str, password: str) -> str:
+    """The account's API token, read after logging in through the login form."""
+    with httpx.Client(base_url=settings.url, timeout=60) as session:
+        try:
+            session.get("/user/login/")
+            response = session.post(
+                "/user/login/",
+                data={
+                    "email": email,
+                    "password": password,
+                    "csrfmiddlewaretoken": session.cookies["csrftoken"],
+                },
+                headers={"Referer": f"{settings.url}/user/login/"},
+                follow_redirects=False,
+            )
+            if response.status_code != 302:
+                raise UserError(f"{email} could not log in to {settings.url} ({response.status_code})")
+            return str(session.get("/api/current-user/token").json()["token"])
+        except httpx.TransportError as error:
+            raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None
+
+
+def _rng(seed: int, item_id: str, user_id: int) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\x1f{item_id}\x1f{user_id}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def resolver(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
+    def answer(item_id: str, user_id: int) -> str:
+        rng, right = _rng(seed, item_id, user_id), truth(item_id)
+        if rng.random() < accuracy:
+            return right
+        return rng.choice([choice for choice in RESOLUTION_CHOICES if choice != right])
+
+    return answer
+
+
+def screener(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
+    def answer(item_id: str, user_id: int) -> str:
+        rng, right = _rng(seed, item_id, user_id), truth(item_id)
+        if rng.random() < accuracy:
+            return right
+        return rng.choice(SCREENING_REASONS) if right == VALID else VALID
+
+    return answer
+
+
+@dataclass
+class Work:
+    """What a simulation did: votes cast per account, and tasks it found already decided when it
+    asked the server to settle them."""
+
+    votes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.votes.values())
+
+
+def work_through(
+    sessions: Sequence[AnnotatorSession],
+    project: int,
+    from_name: str,
+    answer: Answer,
+    settle: Callable[[int], object],
+) -> Work:
+    """The annotators take turns asking for their next task and voting on it, until the stream serves
+    none of them anything; `settle(task_id)` runs after every vote (what a webhook would do)."""
+    work = Work({session.account.email: 0 for session in sessions})
+    active = list(sessions)
+    while active:
+        for session in list(active):
+            task = session.next_task(project)
+            if task is None:
+                active.remove(session)
+                continue
+            session.vote(task, answer(task["data"]["item_id"], session.account.user_id), from_name)
+            work.votes[session.account.email] += 1
+            settle(int(task["id"]))
+    return work

@@ -1,0 +1,66 @@
+"""`annotate status`: where the labelling stands, read from what the last `collect` wrote, as data and
+as a plain table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from knowref60k.core.errors import UserError
+from knowref60k.core.io import read_rows
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.controls import control_answers
+from knowref60k.labelling.status import status
+
+VOTE_COLUMNS = ["stage", "item_id", "annotation_id", "annotator_id", "choice", "created_at", "updated_at"]
+TASK_COLUMNS = ["stage", "item_id", "task_id", "is_labeled"]
+
+
+def read_status(out: Path, config: LabellingConfig) -> dict[str, Any]:
+    report_path = out / "collect.json"
+    if not report_path.is_file():
+        raise UserError(
+            f"{report_path} not found: collect the votes first (knowref60k annotate collect --out {out})"
+        )
+    report = orjson.loads(report_path.read_bytes())
+    tasks: list[Mapping[str, Any]] = list(read_rows(out / "tasks.parquet", TASK_COLUMNS, "tasks"))
+    votes: list[Mapping[str, Any]] = list(read_rows(out / "votes.parquet", VOTE_COLUMNS, "votes"))
+    emails = {int(uid): email for uid, email in report.get("emails", {}).items()}
+    return status(
+        tasks, votes, config, control_answers(config.controls), emails, report.get("refused_votes", {})
+    )
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def render_status(found: dict[str, Any]) -> str:
+    """Plain text: a row per stage, then a row per annotator."""
+    columns = ["items", "waiting", "in_progress", "decided", "votes", "late_votes", "control_votes"]
+    columns += ["votes_per_decided_item", "votes_per_kept_item", "projected_votes_to_finish"]
+    rows = [["stage", *columns, "outcomes"]]
+    for stage, state in found["stages"].items():
+        outcomes = ", ".join(f"{name} {count:,}" for name, count in state["outcomes"].items()) or "-"
+        rows.append([stage, *(_value(state[c]) for c in columns), outcomes])
+    lines = _table(rows)
+    lines.append(
+        f"kept {found['kept']:,}; votes {found['votes']:,} over both stages, "
+        f"{_value(found['votes_per_kept_item'])} per kept item; refused {found['refused_votes'] or 'none'}"
+    )
+    people = [["annotator", "stage", "votes", "agreement_with_decision", "control_votes", "control_accuracy"]]
+    for name, quality in found["annotators"].items():
+        people.append([name, *(_value(quality[c]) for c in people[0][1:])])
+    return "\n".join([*lines, "", *_table(people)])
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]

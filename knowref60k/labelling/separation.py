@@ -1,0 +1,60 @@
+"""Screeners never resolve: the votes each account may cast, given its role.
+
+Perturbation exists so that resolvers cannot use what they know about the real people; an account that
+saw an item's original sentence must not resolve its renamed twin. Label Studio Community cannot stop an
+account from opening the other project, so the rule is enforced on the votes: a vote the roles forbid is
+refused (kept aside with its reason and counted, never used)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+
+ROLE_STAGES = {"screener": SCREENING, "resolver": RESOLUTION}
+STAGE_ROLES = {stage: role for role, stage in ROLE_STAGES.items()}
+NO_ROLE, WRONG_ROLE, SCREENED_THIS_ITEM = "no_role", "wrong_role", "screened_this_item"
+
+
+@dataclass
+class Separated:
+    accepted: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(reason for _, reason in self.refused).items()))
+
+
+def separate(votes: Iterable[dict[str, Any]], role_of: Mapping[int, str | None]) -> Separated:
+    """Accept a vote when its annotator has the stage's role and, for a resolution vote, did not screen
+    the same item (even with a vote refused for its role)."""
+    votes = list(votes)
+    screened = {(vote["item_id"], vote["annotator_id"]) for vote in votes if vote["stage"] == SCREENING}
+    result = Separated()
+    for vote in votes:
+        role = role_of.get(vote["annotator_id"])
+        if role is None:
+            result.refused.append((vote, NO_ROLE))
+        elif ROLE_STAGES[role] != vote["stage"]:
+            result.refused.append((vote, WRONG_ROLE))
+        elif vote["stage"] == RESOLUTION and (vote["item_id"], vote["annotator_id"]) in screened:
+            result.refused.append((vote, SCREENED_THIS_ITEM))
+        else:
+            result.accepted.append(vote)
+    return result
+
+
+def explain(vote: Mapping[str, Any], reason: str, email: str) -> str:
+    """One line for a person: which vote was refused, and why."""
+    item = f"{vote['stage']} vote of {email} on item {vote['item_id']}"
+    if reason == NO_ROLE:
+        enrol = f"knowref60k annotate users --role ... --email {email}"
+        return f"refused the {item}: the account has no role ({enrol})"
+    if reason == WRONG_ROLE:
+        return f"refused the {item}: the account is not a {STAGE_ROLES[vote['stage']]}"
+    return (
+        f"refused the {item}: that account screened the item, and screeners never resolve what they screened"
+    )

@@ -1,0 +1,112 @@
+"""What the votes of both stages decide for a release: which items screening let through, which of
+those resolution kept, how sure a Dawid-Skene model is of each, how good each annotator is, and what it
+all cost in votes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import (
+    KEPT,
+    PENDING,
+    RESOLUTION,
+    SCREENED_OUT,
+    SCREENED_VALID,
+    SCREENING,
+    Decision,
+    decide_stage,
+)
+from knowref60k.labelling.quality import DawidSkene, annotator_quality, dawid_skene, is_control
+from knowref60k.release.agreement import AgreementReport, agreement
+
+
+@dataclass
+class Labelled:
+    config: LabellingConfig
+    # None when items went to resolution unscreened.
+    screening: dict[str, Decision] | None
+    report: AgreementReport
+    label_model: DawidSkene
+    validity_model: DawidSkene | None
+    quality: dict[str, dict[str, Any]]
+    votes: dict[str, int]
+
+    def eligible(self, item_id: str) -> bool:
+        """Whether an item could be resolved: screened valid, or screening is off."""
+        return self.screening is None or self.screening[item_id].status == SCREENED_VALID
+
+    def screening_counts(self) -> dict[str, Any]:
+        if self.screening is None:
+            return {"screened": False}
+        statuses = Counter(decision.status for decision in self.screening.values())
+        reasons = Counter(d.label for d in self.screening.values() if d.status == SCREENED_OUT)
+        return {
+            "items": len(self.screening),
+            "screened_valid": statuses[SCREENED_VALID],
+            "screened_out": dict(sorted(reasons.items())),
+            "pending": statuses[PENDING],
+        }
+
+    def kept(self) -> int:
+        return self.report.status_counts.get(KEPT, 0)
+
+    def summary(self) -> dict[str, Any]:
+        kept = self.kept()
+        decided = {i: d.label for i, d in self.report.decisions.items() if d.status == KEPT and d.label}
+        return {
+            "rules": {
+                "screening": self.config.screening_rule.describe() if self.config.screening else "off",
+                "resolution": self.config.resolution_rule.describe(),
+                "config": self.config.to_dict(),
+            },
+            "screening": self.screening_counts(),
+            "votes": self.votes,
+            "votes_per_kept_item": round(sum(self.votes.values()) / kept, 2) if kept else None,
+            "dawid_skene": self.label_model.summary(decided),
+            "annotator_quality": self.quality,
+        }
+
+
+def label(
+    item_ids: Iterable[str],
+    votes: Iterable[Mapping[str, Any]],
+    config: LabellingConfig,
+    annotator_key: Callable[[Any], str],
+    control_answers: Mapping[str, str],
+) -> Labelled:
+    """Both stages' decisions on the items, from the votes of both (control votes only measure annotators)."""
+    ids = sorted(item_ids)
+    votes = list(votes)
+    by_stage = {
+        stage: [v for v in votes if v["stage"] == stage and not is_control(v["item_id"])]
+        for stage in (SCREENING, RESOLUTION)
+    }
+    screening = (
+        decide_stage(by_stage[SCREENING], SCREENING, config.screening_rule, ids) if config.screening else None
+    )
+    eligible = [i for i in ids if screening is None or screening[i].status == SCREENED_VALID]
+    eligible_set = set(eligible)
+    resolution_votes = [v for v in by_stage[RESOLUTION] if v["item_id"] in eligible_set]
+    report = agreement(eligible, resolution_votes, config.resolution_rule, annotator_key)
+    quality: dict[str, dict[str, Any]] = {}
+    for stage, decisions in ((SCREENING, screening or {}), (RESOLUTION, report.decisions)):
+        stage_votes = [v for v in votes if v["stage"] == stage]
+        for annotator, found in annotator_quality(stage_votes, decisions, control_answers).items():
+            quality[annotator_key(annotator)] = {"stage": stage, **found.to_dict()}
+    return Labelled(
+        config=config,
+        screening=screening,
+        report=report,
+        label_model=dawid_skene(resolution_votes),
+        validity_model=dawid_skene(by_stage[SCREENING]) if config.screening else None,
+        quality=dict(sorted(quality.items())),
+        votes={
+            "screening": len(by_stage[SCREENING]),
+            "resolution": len(by_stage[RESOLUTION]),
+            "control": sum(is_control(v["item_id"]) for v in votes),
+        },
+    )
