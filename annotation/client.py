@@ -47,6 +47,7 @@ ITEM_COLUMNS = [
 SCORE_COLUMN = "validity_score"
 PRIORITY_MODEL = "knowref60k-validity"
 ANNOTATOR_VIEW = "Tasks"
+TITLE_LIMIT = 50
 # The data manager shows every column a view does not hide, raw markup and other annotators' answers
 # included; the annotators' view leaves the task id, the sentence as text, and how far each task has got.
 TASK_COLUMNS = (
@@ -131,7 +132,9 @@ class LabelStudioClient:
     # ---- projects ----
 
     def title(self, stage: str) -> str:
-        return self.settings.project + STAGE_PROJECTS[stage].suffix
+        """Label Studio refuses titles over 50 characters: the name is cut to leave room for the suffix."""
+        suffix = STAGE_PROJECTS[stage].suffix
+        return self.settings.project[: TITLE_LIMIT - len(suffix)] + suffix
 
     def find_project(self, stage: str) -> Any | None:
         title = self.title(stage)

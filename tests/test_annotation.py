@@ -1,4 +1,5 @@
-"""Five-way labelling against a real Label Studio server started by the test suite."""
+"""Screening and resolution against a real Label Studio server started by the test suite: projects,
+pushing, closing decided tasks, late votes, priority, roles, and collecting."""
 
 from __future__ import annotations
 
@@ -11,23 +12,48 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.client import LabelStudioClient, _simulated_choice
+from annotation.accounts import Account, create_accounts, enrol, load_accounts, roles
+from annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
+from annotation.collect import collect
 from annotation.settings import Settings
-from annotation.tasks import NEITHER, names_first_is_name1, sentence_html, simulated_truth, task_for
+from annotation.simulate import AnnotatorSession, resolver, screener
+from annotation.tasks import (
+    NEITHER,
+    SCREENING_ANSWERS,
+    names_first_is_name1,
+    original_html,
+    resolution_task,
+    screening_task,
+    sentence_html,
+    simulated_truth,
+)
 from annotation.votes import votes_from_export
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
 
 NAMES = [("Paul", "Mary"), ("Susan", "Linda"), ("James", "Robert"), ("Karen", "Betty")]
+# No control items in these projects: the tests count every task.
+CONFIG = LabellingConfig(controls=())
 
 
 def item(number: int) -> dict[str, Any]:
+    """An item of both shapes: the original sentence with its spans, and its renamed twin (here the same)."""
     name1, name2 = NAMES[number % len(NAMES)]
     pronoun = "he" if number % 2 == 0 and name1 in ("Paul", "James") else "she"
     sentence = f"{name1} called {name2} on day {number} because {pronoun} was bored."
     start = sentence.index(f" {pronoun} ") + 1
+    second = sentence.index(name2)
     return {
         "candidate_id": f"item-{number:05d}",
         "source_file": "RC_2099-01.zst",
+        "sentence": sentence,
+        "antecedent1_start": 0,
+        "antecedent1_end": len(name1),
+        "antecedent2_start": second,
+        "antecedent2_end": second + len(name2),
+        "pronoun_start": start,
+        "pronoun_end": start + len(pronoun),
         "perturbed_sentence": sentence,
         "name1": name1,
         "name2": name2,
@@ -36,10 +62,10 @@ def item(number: int) -> dict[str, Any]:
     }
 
 
-def test_task_shows_the_sentence_highlighted_and_shuffles_names_by_identity() -> None:
+def test_resolution_task_shows_the_renamed_sentence_and_shuffles_names_by_identity() -> None:
     shown_first = set()
     for number in range(40):
-        data = task_for(item(number), seed=7)["data"]
+        data = resolution_task(item(number), seed=7)["data"]
         assert data["options"][-1] == {"value": NEITHER}
         identity = data["answer_identity"]
         assert (
@@ -65,19 +91,36 @@ def test_task_shows_the_sentence_highlighted_and_shuffles_names_by_identity() ->
     assert '<span class="knowref-pronoun">she</span>' in html and "A&lt;b&gt; &amp;" in html
 
 
+def test_screening_task_shows_the_original_with_both_names_and_the_pronoun() -> None:
+    original = {**item(2), "perturbed_sentence": "Carl called Otto on day 2 because he was bored."}
+    data = screening_task(original, seed=7)["data"]
+    assert data["sentence"] == item(2)["sentence"]  # the original, never the renamed twin
+    assert original_html(original) == (
+        '<div class="knowref-sentence"><span class="knowref-antecedent">James</span> called '
+        '<span class="knowref-antecedent">Robert</span> on day 2 because '
+        '<span class="knowref-pronoun">he</span> was bored.</div>'
+    )
+    assert [option["value"] for option in data["options"]] == list(SCREENING_ANSWERS.values())
+    assert list(data["answer_identity"].values()) == list(SCREENING_CHOICES)
+
+
 def test_simulated_annotators_are_pinned() -> None:
     truth = simulated_truth(3)
     assert [truth(f"item-{n:05d}") for n in range(6)] == [
         "antecedent1", "antecedent2", "antecedent2", "antecedent2", "antecedent1", "antecedent1"
     ]  # fmt: skip
-    choices = [_simulated_choice("item-00000", user, 0.8, 3, truth) for user in range(1, 11)]
-    assert choices == [
+    answer = resolver(truth, 0.8, 3)
+    assert [answer("item-00000", user) for user in range(1, 11)] == [
         "antecedent1", "antecedent1", "antecedent1", "antecedent1", "neither",
         "antecedent1", "antecedent2", "antecedent1", "antecedent1", "antecedent1",
     ]  # fmt: skip
     for user in range(50):
-        assert _simulated_choice("item-00001", user, 1.0, 3, truth) == "antecedent2"
-        assert _simulated_choice("item-00001", user, 0.0, 3, truth) in ("antecedent1", "neither")
+        assert resolver(truth, 1.0, 3)("item-00001", user) == "antecedent2"
+        assert resolver(truth, 0.0, 3)("item-00001", user) in ("antecedent1", "neither")
+        # A screener who errs lets an invalid item through, or gives a valid one a reason.
+        assert screener(lambda _: "same_person", 0.0, 3)("x", user) == "valid"
+        assert screener(lambda _: "valid", 0.0, 3)("x", user) != "valid"
+        assert screener(lambda _: "same_person", 1.0, 3)("x", user) == "same_person"
 
 
 def annotation(
@@ -95,7 +138,7 @@ def annotation(
 
 
 def test_votes_keep_the_latest_per_person_and_count_skips() -> None:
-    data = task_for(item(3), seed=0)["data"]
+    data = resolution_task(item(3), seed=0)["data"]
     task = {
         "id": 9,
         "data": data,
@@ -106,47 +149,72 @@ def test_votes_keep_the_latest_per_person_and_count_skips() -> None:
             annotation(3, "", "2026-01-01T10:00:00Z", cancelled=True, number=4),
         ],
     }
-    votes, counts = votes_from_export([task], frozenset({2}))
-    assert [(v["annotator_id"], v["choice"], v["simulated"]) for v in votes] == [
-        (1, "antecedent2", False),
-        (2, "neither", True),
+    votes, counts = votes_from_export([task], RESOLUTION, frozenset({2}))
+    assert [(v["stage"], v["annotator_id"], v["choice"], v["simulated"]) for v in votes] == [
+        (RESOLUTION, 1, "antecedent2", False),
+        (RESOLUTION, 2, "neither", True),
     ]
     assert (counts.annotations, counts.duplicate_annotations, counts.skipped, counts.votes) == (4, 1, 1, 2)
+    # A screening answer is not a resolution answer: counted as without a choice.
+    screening_data = screening_task(item(3), seed=0)["data"]
+    label = SCREENING_ANSWERS["not_a_person"]
+    votes, counts = votes_from_export(
+        [{"id": 1, "data": screening_data, "annotations": [annotation(5, label, "2026-01-01T10:00:00Z")]}],
+        SCREENING,
+        frozenset(),
+    )
+    assert [v["choice"] for v in votes] == ["not_a_person"]
+    wrong, counts = votes_from_export(
+        [{"id": 1, "data": screening_data, "annotations": [annotation(5, label, "2026-01-01T10:00:00Z")]}],
+        RESOLUTION,
+        frozenset(),
+    )
+    assert wrong == [] and counts.without_choice == 1
 
 
 @pytest.fixture
-def project_settings(label_studio: Settings, request: pytest.FixtureRequest) -> Settings:
-    """A project of its own for each test, on the shared server."""
-    return dataclasses.replace(label_studio, project=f"test {request.node.name}"[:50])
+def project_settings(label_studio: Settings, request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """A project of its own for each test, on the shared server; accounts on record under tmp_path."""
+    name = request.node.name.removeprefix("test_")
+    return dataclasses.replace(label_studio, project=name[:38], state_dir=tmp_path)
 
 
 @pytest.mark.integration
-def test_project_is_created_once_with_five_annotators_per_task(project_settings: Settings) -> None:
+def test_a_project_per_stage_is_created_once(project_settings: Settings) -> None:
     with LabelStudioClient(project_settings) as client:
-        first = client.ensure_project()
-        assert client.ensure_project() == first
-        project = client.sdk.projects.get(id=first)
-        assert project.maximum_annotations == 5
-        assert "Who does the highlighted word refer to?" in (project.expert_instruction or "")
-        assert project.show_instruction
+        first = client.ensure_project(RESOLUTION, 5)
+        assert client.ensure_project(RESOLUTION, 5) == first
+        screening = client.ensure_project(SCREENING, 3)
+        assert screening != first
+        resolution = client.sdk.projects.get(id=first)
+        assert resolution.maximum_annotations == 5 and resolution.title == project_settings.project
+        assert "Who does the highlighted word refer to?" in (resolution.expert_instruction or "")
+        assert resolution.show_instruction and resolution.show_collab_predictions is False
+        assert (resolution.sampling, resolution.model_version) == ("Uncertainty sampling", PRIORITY_MODEL)
+        screen = client.sdk.projects.get(id=screening)
+        assert screen.maximum_annotations == 3 and screen.title.endswith(STAGE_PROJECTS[SCREENING].suffix)
+        assert "Is this a valid problem?" in (screen.expert_instruction or "")
         (view,) = client.sdk.views.list(project=first)  # one view, however often the project is ensured
         hidden = set(view.data["hiddenColumns"]["explore"])
         raw = {"tasks:data.sentence_html", "tasks:data.answer_identity", "tasks:annotations_results"}
         assert raw <= hidden
         assert "tasks:data.sentence" not in hidden
+        # A rule that needs more votes than the project takes would never decide: refused.
+        with pytest.raises(UserError, match="takes at most 3 votes"):
+            client.ensure_project(SCREENING, 5)
 
 
 @pytest.mark.integration
 def test_push_200_items_twice_and_resume_after_an_interruption(project_settings: Settings) -> None:
     items = [item(n) for n in range(200)]
     with LabelStudioClient(project_settings) as client:
-        partial = client.push(items[:80], seed=0, batch_size=50)  # a push that stopped after 80 items
+        partial = client.push(items[:80], RESOLUTION, 5, seed=0, batch_size=50)  # stopped after 80
         assert (partial.pushed, partial.tasks_in_project) == (80, 80)
-        resumed = client.push(items, seed=0, batch_size=50)
+        resumed = client.push(items, RESOLUTION, 5, seed=0, batch_size=50)
         assert (resumed.pushed, resumed.already_there, resumed.tasks_in_project) == (120, 80, 200)
-        again = client.push(items, seed=0)
+        again = client.push(items, RESOLUTION, 5, seed=0)
         assert (again.pushed, again.tasks_in_project) == (0, 200)
-        exported = client.export(client.existing_project())
+        exported = client.export(client.existing_project(RESOLUTION))
         assert sorted(task["data"]["item_id"] for task in exported) == [i["candidate_id"] for i in items]
 
 
@@ -162,55 +230,104 @@ def log_in(settings: Settings, email: str, password: str) -> httpx.Client:
     return session
 
 
+def served(sessions: list[AnnotatorSession], project: int) -> dict[str, str | None]:
+    """What the labelling stream serves each account next (and the data manager's next-task path)."""
+    seen: dict[str, str | None] = {}
+    for session in sessions:
+        task = session.next_task(project)
+        seen[session.account.email] = task["data"]["item_id"] if task else None
+        dm = session.http.post(f"/api/dm/actions?id=next_task&project={project}", json={})
+        if dm.status_code == 200 and dm.json().get("data"):
+            seen[session.account.email + " (data manager)"] = dm.json()["data"]["item_id"]
+    return seen
+
+
 @pytest.mark.integration
-def test_simulated_annotators_repeated_annotation_and_collect(
+def test_a_decided_task_leaves_every_queue_and_a_late_vote_is_collected(
     project_settings: Settings, tmp_path: Path
 ) -> None:
-    items = [item(n) for n in range(12)]
+    """Four agreeing votes decide; after the collect closes the task, neither next-task path serves it
+    to any resolver (the fifth included); a vote cast from a session that had it open still counts."""
     with LabelStudioClient(project_settings) as client:
-        client.push(items, seed=0)
-        truth = simulated_truth(3)
-        assert client.simulate(5, 0.8, 3, truth) == 60
-        assert client.simulate(5, 0.8, 3, truth) == 0  # nothing left to do for the same five
-        votes_path, report = client.collect(tmp_path)
-        assert (report["votes"], report["new_votes"], report["simulated_votes"]) == (60, 60, 60)
+        client.push([item(0)], RESOLUTION, 5, seed=0)
+        project = client.existing_project(RESOLUTION)
+        accounts = create_accounts(client, "resolver", 6)
+        sessions = [AnnotatorSession(project_settings, account) for account in accounts]
+        task = sessions[5].next_task(project)  # the sixth resolver opens it before it is decided
+        assert task is not None
+        for session in sessions[:4]:
+            opened = session.next_task(project)
+            assert opened is not None and opened["id"] == task["id"]
+            session.vote(opened, "antecedent1", "referent")
+        report = collect(client, tmp_path, CONFIG)
+        assert report["closed_tasks"][RESOLUTION] == {"closed": 1, "reopened": 0}
+        assert served(sessions, project) == dict.fromkeys(a.email for a in accounts)
+        state = client.sdk.tasks.get(str(task["id"]))
+        assert (state.is_labeled, state.overlap) == (True, 4)
+        sessions[5].vote(task, "antecedent2", "referent")  # late
+        again = collect(client, tmp_path, CONFIG)
+        assert again["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 0}
+        for session in sessions:
+            session.close()
+    votes = pq.read_table(tmp_path / "votes.parquet").to_pylist()
+    assert (again["votes"], again["new_votes"]) == (5, 1)
+    late = [v for v in votes if v["annotator_id"] == accounts[5].user_id]
+    assert [v["choice"] for v in late] == ["antecedent2"]
+    tasks = pq.read_table(tmp_path / "tasks.parquet").to_pylist()
+    assert [(t["stage"], t["is_labeled"], t["annotators"]) for t in tasks] == [(RESOLUTION, True, 5)]
 
-        # a real account signs up, logs in, labels one task twice through the web API
-        human = client.create_annotators(1)[0]
-        session = log_in(project_settings, human.email, human.password)
-        whoami = session.get("/api/current-user/whoami").json()
-        assert whoami["email"] == human.email
-        task = next(
-            t for t in client.export(client.existing_project()) if t["data"]["item_id"] == "item-00000"
-        )
-        labels = list(task["data"]["answer_identity"])
-        headers = {"X-CSRFToken": session.cookies["csrftoken"], "Referer": project_settings.url}
-        for label in (labels[0], labels[1]):
-            result = [
-                {
-                    "from_name": "referent",
-                    "to_name": "sentence",
-                    "type": "choices",
-                    "value": {"choices": [label]},
-                }
-            ]
-            response = session.post(
-                f"/api/tasks/{task['id']}/annotations", json={"result": result}, headers=headers
-            )
-            assert response.status_code == 201, response.text[:300]
-        _, second = client.collect(tmp_path)
 
-    assert (second["votes"], second["new_votes"], second["duplicate_annotations"]) == (61, 1, 1)
-    votes = pq.read_table(votes_path).to_pylist()
-    human_votes = [v for v in votes if v["annotator_id"] == human.user_id]
-    assert len(human_votes) == 1 and not human_votes[0]["simulated"]
-    assert human_votes[0]["choice"] == task["data"]["answer_identity"][labels[1]]
-    for vote in votes:
-        if vote["simulated"]:
-            assert vote["choice"] == _simulated_choice(vote["item_id"], vote["annotator_id"], 0.8, 3, truth)
-    assert {v["item_id"] for v in votes} == {i["candidate_id"] for i in items}
-    assert all(v["updated_at"] >= v["created_at"] for v in votes)
-    assert {v["lead_time"] for v in votes if v["simulated"]} == {5.0}
+@pytest.mark.integration
+def test_items_more_likely_valid_are_served_first(project_settings: Settings) -> None:
+    scores = {0: 0.2, 1: 0.9, 2: 0.5, 3: None}
+    items = [{**item(n), "validity_score": score} for n, score in scores.items()]
+    with LabelStudioClient(project_settings) as client:
+        client.push(items, SCREENING, 1, seed=0)
+        project = client.existing_project(SCREENING)
+        (account,) = create_accounts(client, "screener", 1)
+        session = AnnotatorSession(project_settings, account)
+        order = []
+        while (task := session.next_task(project)) is not None:
+            order.append(task["data"]["item_id"])
+            assert not task.get("predictions")  # the score is never shown to the annotator
+            session.vote(task, "valid", "screening")
+        session.close()
+    # Scored items best first; an item without a score after them.
+    assert order == ["item-00001", "item-00002", "item-00000", "item-00003"]
+
+
+@pytest.mark.integration
+def test_an_account_is_a_screener_or_a_resolver_never_both(
+    project_settings: Settings, tmp_path: Path
+) -> None:
+    with LabelStudioClient(project_settings) as client:
+        (screener_account,) = create_accounts(client, "screener", 1)
+        with pytest.raises(UserError, match="is a screener: an account screens or resolves, never both"):
+            enrol(client, screener_account.email, "resolver")
+        outsider = enrol(client, "outsider@example.org", "resolver")
+        assert outsider.password and roles(project_settings)[outsider.email] == "resolver"
+        assert {a.email for a in load_accounts(project_settings)} == {screener_account.email, outsider.email}
+
+        # The screener opens the resolution project anyway (Community cannot stop it) and votes there.
+        client.push([item(1)], SCREENING, 1, seed=0)
+        client.push([item(1)], RESOLUTION, 5, seed=0)
+        session = AnnotatorSession(project_settings, screener_account)
+        screening_task_ = session.next_task(client.existing_project(SCREENING))
+        assert screening_task_ is not None
+        session.vote(screening_task_, "valid", "screening")
+        resolution = session.next_task(client.existing_project(RESOLUTION))
+        assert resolution is not None
+        session.vote(resolution, "antecedent1", "referent")
+        session.close()
+        report = collect(client, tmp_path, CONFIG)
+    assert report["votes_by_stage"] == {SCREENING: 1, RESOLUTION: 0}
+    assert report["refused_votes"] == {"wrong_role": 1}
+    assert report["refused_lines"] == [
+        f"refused the resolution vote of {screener_account.email} on item item-00001: "
+        "the account is not a resolver"
+    ]
+    refused = (tmp_path / "refused-votes.jsonl").read_text().splitlines()
+    assert len(refused) == 1 and '"reason":"wrong_role"' in refused[0]
 
 
 @pytest.mark.integration
@@ -219,18 +336,20 @@ def test_server_trouble_is_a_clear_error(project_settings: Settings, tmp_path: P
         LabelStudioClient(dataclasses.replace(project_settings, api_key="0" * 40)) as client,
         pytest.raises(UserError, match="refused the API token"),
     ):
-        client.ensure_project()
+        client.ensure_project(RESOLUTION, 5)
     with (
         LabelStudioClient(dataclasses.replace(project_settings, project="never pushed")) as client,
-        pytest.raises(UserError, match=r"not found .*deleted"),
+        pytest.raises(UserError, match=r"no knowref60k project .* \(deleted\?\)"),
     ):
-        client.collect(tmp_path)
+        collect(client, tmp_path, CONFIG)
     down = dataclasses.replace(project_settings, url="http://127.0.0.1:9")
     with (
         LabelStudioClient(down) as client,
         pytest.raises(UserError, match=re.escape("not reachable at http://127.0.0.1:9")),
     ):
-        client.push([item(1)], seed=0)
+        client.push([item(1)], RESOLUTION, 5, seed=0)
+    with pytest.raises(UserError, match="only accounts made here"):
+        AnnotatorSession(project_settings, Account("x@y", None, 1, "resolver"))
     assert not (tmp_path / "votes.parquet").exists()
 
 
@@ -249,9 +368,11 @@ def test_no_guideline_example_is_a_real_item_or_a_benchmark_sentence() -> None:
     from knowref60k.overlap.contamination import benchmark_sentences
     from tests.conftest import REPO, shared_file
 
-    guidelines = (REPO / "annotation" / "guidelines.html").read_text()
-    examples = [re.sub(r"<[^>]+>", "", text) for text in re.findall(r"<i>(.*?)</i>", guidelines, re.S)]
-    assert len(examples) >= 6
+    examples = []
+    for stage in (SCREENING, RESOLUTION):
+        guidelines = (REPO / "annotation" / f"{stage}_guidelines.html").read_text()
+        examples += [re.sub(r"<[^>]+>", "", text) for text in re.findall(r"<i>(.*?)</i>", guidelines, re.S)]
+    assert len(examples) >= 8
     reference = orjson.loads(shared_file("data/knowref2019/knowref2019_reddit_items.json").read_bytes())
     sentences = [s for item in reference for s in (*item["original_sentence"], item["sentence_with_pronoun"])]
     sentences += [s for _, s in benchmark_sentences(read_benchmarks(shared_file("data/benchmarks")))]

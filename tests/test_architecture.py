@@ -22,7 +22,7 @@ from tests.conftest import REPO
 from tests.test_release import synthetic_run
 
 # The phases from the bottom up: a module may import its own phase or one below, never one above.
-PHASES = ("core", "ingest", "extract", "prepare", "overlap", "debias", "release", "cli")
+PHASES = ("core", "ingest", "extract", "prepare", "overlap", "debias", "labelling", "release", "cli")
 HEAVY_MODULES = ("spacy", "prefect", "thinc", "dask", "matplotlib", "scipy", "tokenizers")
 
 

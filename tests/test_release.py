@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import knowref60k
-from annotation.tasks import task_for
+from annotation.tasks import resolution_task
 from annotation.votes import VOTE_SCHEMA, votes_from_export
 from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.errors import UserError
@@ -22,19 +22,26 @@ from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.prepare.preparer import Preparer
-from knowref60k.release.agreement import AgreementRule, agreement, decide, fleiss_kappa
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING, ResolutionRule, decide
+from knowref60k.release.agreement import agreement, fleiss_kappa
 from knowref60k.release.build import build_release, opaque
 from knowref60k.release.splits import split_of
 
-RULE = AgreementRule()
+RULE = ResolutionRule()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def vote(
-    annotator: int, choice: str, minute: int = 0, item: str = "i", simulated: bool = False
+    annotator: int,
+    choice: str,
+    minute: int = 0,
+    item: str = "i",
+    simulated: bool = False,
+    stage: str = RESOLUTION,
 ) -> dict[str, Any]:
     when = T0 + timedelta(minutes=minute)
     return {
+        "stage": stage,
         "item_id": item,
         "task_id": 1,
         "annotation_id": minute * 100 + annotator,
@@ -47,16 +54,25 @@ def vote(
     }
 
 
+SCREENER = 100
+
+
+def screened(item_ids: list[str], minute: int = 0) -> list[dict[str, Any]]:
+    """One "valid" screening vote per item, by a screener who resolves nothing."""
+    return [vote(SCREENER, "valid", minute, item, stage=SCREENING) for item in item_ids]
+
+
 @pytest.mark.parametrize(
     ("choices", "status", "label", "strength"),
     [
         (["antecedent1"] * 4 + ["antecedent2"], "kept", "antecedent1", 4),
-        (["antecedent2"] * 5, "kept", "antecedent2", 5),
+        (["antecedent2"] * 5, "kept", "antecedent2", 4),  # decided at the fourth: the fifth is late
         (["antecedent1"] * 4 + ["neither"], "kept", "antecedent1", 4),
         (["antecedent1"] * 3 + ["antecedent2"] * 2, "rejected_ambiguous", None, 3),
-        (["neither"] * 3 + ["antecedent1"] * 2, "rejected_neither", None, 3),
-        (["neither"] * 2 + ["antecedent1"] * 2 + ["antecedent2"], "rejected_ambiguous", None, 2),
-        (["antecedent1"] * 4, "pending", None, 0),
+        (["neither"] * 3 + ["antecedent1"] * 2, "rejected_neither", None, 2),
+        (["neither"] * 2 + ["antecedent1"] * 2 + ["antecedent2"], "rejected_neither", None, 2),
+        (["antecedent1", "antecedent2", "neither"], "rejected_ambiguous", None, 1),
+        (["antecedent1"] * 3, "pending", None, 0),
     ],
 )
 def test_agreement_rule(choices: list[str], status: str, label: str | None, strength: int) -> None:
@@ -72,45 +88,48 @@ def test_a_person_voting_twice_counts_once_with_the_latest_vote() -> None:
         vote(4, "antecedent1", 3),
         vote(1, "antecedent1", 9),
     ]
-    assert decide("i", votes, RULE).status == "pending"  # 4 distinct people
-    decision = decide("i", [*votes, vote(5, "antecedent1", 10)], RULE)
-    assert (decision.status, decision.strength) == ("kept", 5)
+    decision = decide("i", votes, RULE)  # four people, person 1 now for antecedent1 too
+    assert (decision.status, decision.strength, len(decision.votes)) == ("kept", 4, 4)
+    assert (1, "antecedent1") in [(v["annotator_id"], v["choice"]) for v in decision.votes]
+    assert decide("i", votes[:4], RULE).status == "pending"  # before the change: 3 against 1
 
 
-def test_only_the_first_five_distinct_annotators_count() -> None:
-    # Four for antecedent1, then two for antecedent2: the sixth person's vote comes too late to count.
+def test_votes_after_the_decision_are_late() -> None:
+    # Four for antecedent1 decide; the two for antecedent2 after them come too late to count.
     votes = [vote(n, "antecedent1", n) for n in range(4)] + [
         vote(4, "antecedent2", 4),
         vote(5, "antecedent2", 5),
     ]
     decision = decide("i", votes, RULE)
     assert (decision.status, decision.label, decision.strength) == ("kept", "antecedent1", 4)
-    assert [v["annotator_id"] for v in decision.votes] == [0, 1, 2, 3, 4]
-    # Cast in another order, the first five are 3 against 2: ambiguous.
+    assert [v["annotator_id"] for v in decision.votes] == [0, 1, 2, 3]
+    assert [v["annotator_id"] for v in decision.late] == [4, 5]
+    # Cast in another order, 2 against 2 after four votes: four can no longer agree.
     late = [vote(n, "antecedent1", n + 10) for n in range(4)]
     early = [vote(4, "antecedent2", 0), vote(5, "antecedent2", 1)]
     decision = decide("i", late + early, RULE)
-    assert (decision.status, decision.strength) == ("rejected_ambiguous", 3)
-    assert [v["annotator_id"] for v in decision.votes] == [4, 5, 0, 1, 2]
+    assert (decision.status, decision.strength) == ("rejected_ambiguous", 2)
+    assert [v["annotator_id"] for v in decision.votes] == [4, 5, 0, 1]
 
 
 @pytest.mark.parametrize(
     ("rule", "choices", "status", "strength"),
     [
-        (AgreementRule(keep_at_least=5), ["antecedent1"] * 4 + ["antecedent2"], "rejected_ambiguous", 4),
-        (AgreementRule(keep_at_least=5), ["antecedent2"] * 5, "kept", 5),
-        (AgreementRule(keep_at_least=3), ["antecedent1"] * 3 + ["neither"] * 2, "kept", 3),
-        (AgreementRule(votes_per_item=3, keep_at_least=2), ["antecedent2"] * 2 + ["neither"], "kept", 2),
+        (ResolutionRule(keep_at_least=5), ["antecedent1"] * 4 + ["antecedent2"], "rejected_ambiguous", 4),
+        (ResolutionRule(keep_at_least=5), ["antecedent2"] * 5, "kept", 5),
+        (ResolutionRule(keep_at_least=3), ["antecedent1"] * 3 + ["neither"] * 2, "kept", 3),
+        (ResolutionRule(votes_per_item=3, keep_at_least=2), ["antecedent2"] * 2 + ["neither"], "kept", 2),
         (
-            AgreementRule(votes_per_item=3, keep_at_least=3),
+            ResolutionRule(votes_per_item=3, keep_at_least=3),
             ["neither"] * 2 + ["antecedent1"],
             "rejected_neither",
-            2,
+            1,
         ),
-        (AgreementRule(votes_per_item=7, keep_at_least=6), ["antecedent1"] * 6, "pending", 0),
+        (ResolutionRule(votes_per_item=7, keep_at_least=6), ["antecedent1"] * 6, "kept", 6),
+        (ResolutionRule(votes_per_item=7, keep_at_least=6), ["antecedent1"] * 5, "pending", 0),
     ],
 )
-def test_custom_agreement_rules(rule: AgreementRule, choices: list[str], status: str, strength: int) -> None:
+def test_custom_agreement_rules(rule: ResolutionRule, choices: list[str], status: str, strength: int) -> None:
     decision = decide("i", [vote(n, c, n) for n, c in enumerate(choices)], rule)
     assert (decision.status, decision.strength) == (status, strength)
 
@@ -230,7 +249,8 @@ def synthetic_run(run: Path, threads: dict[str, int]) -> Path:
         "stats": PipelineStats().to_dict(),
     }
     (run / "candidates" / "RC_2099-01.stats.json").write_bytes(orjson.dumps(stats))
-    votes = [vote(a, "antecedent1", a, row["candidate_id"]) for row in rows for a in range(5)]
+    votes = [vote(a, "antecedent1", a + 1, row["candidate_id"]) for row in rows for a in range(5)]
+    votes += screened([row["candidate_id"] for row in rows])
     pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), run / "votes.parquet")
     return run
 
@@ -279,7 +299,7 @@ def test_release_command_applies_a_custom_agreement_rule(tmp_path: Path) -> None
     loose = CliRunner().invoke(app, [*args, "--version", "loose"])
     assert loose.exit_code == 0 and "'kept': 4" in loose.output
     manifest = orjson.loads((tmp_path / "r" / "strict" / "manifest.json").read_bytes())
-    assert manifest["config"]["agreement"]["keep_at_least"] == 5
+    assert manifest["config"]["labelling"]["keep_at_least"] == 5
 
 
 def test_annotator_ids_are_pinned_opaque_hashes() -> None:
@@ -331,10 +351,11 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["antecedent1"] * 2,
     ]
     votes = [
-        vote(a, c, a, item["candidate_id"], simulated=a == 0)
+        vote(a, c, a + 1, item["candidate_id"], simulated=a == 0)
         for item, choices in zip(items, patterns, strict=True)
         for a, c in enumerate(choices)
     ]
+    votes += screened([item["candidate_id"] for item in items])
     pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), run / "votes.parquet")
     return run
 
@@ -386,8 +407,11 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
     assert len(rows) == 3
     for row in rows:
         assert row["sentence"][row["pronoun_start"] : row["pronoun_end"]] == row["pronoun"]
-        assert row["annotation_strength"] in (4, 5) and len(row["votes"]) == 5
+        # Decided at the fourth agreeing vote; the fifth, cast anyway, is late.
+        assert row["annotation_strength"] == len(row["votes"]) == 4 and row["late_votes"] == 1
         assert all(a.startswith("annotator-") for a in row["annotators"]) and row["simulated_votes"] == 1
+        assert row["screeners"] == [opaque(SCREENER)] and opaque(SCREENER) not in row["annotators"]
+        assert row["label_posterior"] is not None and 0.5 < row["label_posterior"] <= 1.0
         assert "author" not in row and "secret_user_name" not in str(row)
     jsonl = [
         orjson.loads(line)
@@ -418,7 +442,7 @@ def label_studio_export(items: list[dict[str, Any]], seeds: dict[str, int]) -> l
     five annotators clicking the name of the referent (one of them the other name, for some items)."""
     tasks = []
     for number, item in enumerate(items):
-        data = task_for(item, seeds[item["candidate_id"]])["data"]
+        data = resolution_task(item, seeds[item["candidate_id"]])["data"]
         right = item["name1"] if item["antecedent1"] == REFERENTS[item["sentence"]] else item["name2"]
         wrong = item["name2"] if right == item["name1"] else item["name1"]
         clicks = [right] * 4 + [wrong if number % 2 else right]
@@ -448,7 +472,7 @@ def test_release_labels_follow_the_votes_whatever_order_the_names_were_shown_in(
     orders: dict[bool, dict[str, int]] = {True: {}, False: {}}
     for item in items:
         for seed in range(64):
-            first = task_for(item, seed)["data"]["options"][0]["value"] == item["name1"]
+            first = resolution_task(item, seed)["data"]["options"][0]["value"] == item["name1"]
             orders[first].setdefault(item["candidate_id"], seed)
     assert all(len(seeds) == len(items) for seeds in orders.values())
     by_id = {item["candidate_id"]: item for item in items}
@@ -461,7 +485,8 @@ def test_release_labels_follow_the_votes_whatever_order_the_names_were_shown_in(
         return label, item[f"name{label + 1}"]
 
     for shown_first, seeds in orders.items():
-        votes, _ = votes_from_export(label_studio_export(items, seeds), frozenset())
+        votes, _ = votes_from_export(label_studio_export(items, seeds), RESOLUTION, frozenset())
+        votes += screened([item["candidate_id"] for item in items])
         votes_path = tmp_path / f"votes-{shown_first}.parquet"
         pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), votes_path)
         made = build_release(pipeline_run, votes_path, f"v-{shown_first}", tmp_path / "releases")
@@ -599,7 +624,10 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
     assert {"Splits", "Fields", "Construction funnel", "Licence", "Limitations", "Citation"} <= set(headings)
     # Splits (3), Fields (one per column), funnel (every stage): no table may end after its header.
-    assert len(rows_per_table) == 3 and rows_per_table[0] == 3 and min(rows_per_table) >= 3, rows_per_table
+    # The annotators' table: one row per annotator (one screener and five resolvers).
+    assert len(rows_per_table) == 4 and rows_per_table[0] == 3 and rows_per_table[3] == 6, rows_per_table
+    assert min(rows_per_table) >= 3, rows_per_table
+    assert "Labelling" in headings
 
 
 def test_items_without_a_thread_are_counted_as_placed_by_their_own_id() -> None:

@@ -8,6 +8,7 @@ by the confusion the model estimates for them.
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -126,7 +127,10 @@ def dawid_skene(votes: Iterable[Mapping[str, Any]], iterations: int = 100) -> Da
     from crowdkit.aggregation import DawidSkene as Model
 
     frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
-    model: Any = Model(n_iter=iterations).fit(frame)
+    with warnings.catch_warnings():
+        # crowd-kit 1.4.2 still passes pandas keywords that pandas 3 deprecates; the results are the same.
+        warnings.filterwarnings("ignore", module="crowdkit")
+        model: Any = Model(n_iter=iterations).fit(frame)
     posteriors = {
         str(item): {str(answer): round(float(p), DIGITS) for answer, p in probabilities.items()}
         for item, probabilities in model.probas_.iterrows()

@@ -72,16 +72,20 @@ def agreement(
     annotator_key: Any = str,
 ) -> AgreementReport:
     """Decide every item by its (resolution) votes, and measure agreement: Fleiss' kappa over the items
-    that got all `votes_per_item` votes (an item closed early has fewer), agreement with the majority
-    per annotator over the decided ones."""
+    that got all `votes_per_item` votes, late ones included (an item closed early has fewer), agreement
+    with the majority per annotator over every vote cast on a decided item."""
     by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     all_votes = list(votes)
     for vote in all_votes:
         by_item[vote["item_id"]].append(vote)
     decisions = {item_id: decide(item_id, by_item.get(item_id, []), rule) for item_id in item_ids}
     decided = [d for d in decisions.values() if d.status != PENDING]
-    full = [d for d in decided if len(d.votes) == rule.votes_per_item]
-    counts = [[sum(v["choice"] == c for v in d.votes) for c in RESOLUTION_CHOICES] for d in full]
+    full = [(*d.votes, *d.late)[: rule.votes_per_item] for d in decided]
+    counts = [
+        [sum(v["choice"] == c for v in cast) for c in RESOLUTION_CHOICES]
+        for cast in full
+        if len(cast) == rule.votes_per_item
+    ]
     annotators = _annotator_agreement(decided, annotator_key)
     counted = [v for d in decided for v in d.votes]
     return AgreementReport(
@@ -105,9 +109,10 @@ def _annotator_agreement(decided: Iterable[Decision], annotator_key: Any) -> dic
     agree: Counter[str] = Counter()
     rated: Counter[str] = Counter()
     for decision in decided:
-        tally = Counter(v["choice"] for v in decision.votes).most_common()
+        cast = (*decision.votes, *decision.late)
+        tally = Counter(v["choice"] for v in cast).most_common()
         majority = tally[0][0] if len(tally) == 1 or tally[0][1] > tally[1][1] else None
-        for vote in decision.votes:
+        for vote in cast:
             annotator = annotator_key(vote["annotator_id"])
             rated[annotator] += 1
             agree[annotator] += vote["choice"] == majority
