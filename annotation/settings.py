@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_FILE = Path(os.environ.get("KNOWREF60K_ENV_FILE", REPO / ".env"))
-STATE_DIR = Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR", REPO / ".labelstudio"))
+STATE_DIR = REPO / ".labelstudio"
 DEFAULT_PORT = 8080
 DEFAULT_PROJECT = "KnowRef-60K pronoun resolution"
 # The demo runs in a Label Studio of its own, so annotators of the real project never see its project.
-DEMO_STATE_DIR = Path(os.environ.get("KNOWREF60K_DEMO_LABELSTUDIO_DIR", REPO / ".labelstudio-demo"))
+DEMO_STATE_DIR = REPO / ".labelstudio-demo"
 DEMO_PORT = DEFAULT_PORT + 1
 DEMO_PROJECT = "knowref60k demo (simulated annotators)"
 KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
@@ -98,6 +98,7 @@ def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
         password=values["LABEL_STUDIO_PASSWORD"],
         api_key=values["LABEL_STUDIO_API_KEY"],
         project=os.environ.get("KNOWREF60K_PROJECT", DEFAULT_PROJECT),
+        state_dir=Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR") or STATE_DIR),
     )
 
 
@@ -105,4 +106,5 @@ def demo_settings(settings: Settings) -> Settings:
     """The demo's Label Studio: the same admin login, its own port (KNOWREF60K_DEMO_LABEL_STUDIO_URL to
     change it) and data folder."""
     url = os.environ.get("KNOWREF60K_DEMO_LABEL_STUDIO_URL") or f"http://127.0.0.1:{DEMO_PORT}"
-    return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=DEMO_STATE_DIR)
+    state_dir = Path(os.environ.get("KNOWREF60K_DEMO_LABELSTUDIO_DIR") or DEMO_STATE_DIR)
+    return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=state_dir)

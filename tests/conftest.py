@@ -157,6 +157,7 @@ def use_label_studio(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Non
     monkeypatch.setenv("LABEL_STUDIO_PASSWORD", settings.password)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", settings.api_key)
     monkeypatch.setenv("KNOWREF60K_PROJECT", settings.project)
+    monkeypatch.setenv("KNOWREF60K_LABELSTUDIO_DIR", str(settings.state_dir))
 
 
 def free_port() -> int:

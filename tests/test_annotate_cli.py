@@ -1,4 +1,5 @@
-"""`knowref60k annotate push|users|collect|simulate` end to end against the real test Label Studio."""
+"""`knowref60k annotate push|promote|users|collect|status|simulate` end to end against the real test Label
+Studio."""
 
 from __future__ import annotations
 
@@ -15,12 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner, Result
 
-import annotation.cli
 from annotation.client import ITEM_COLUMNS, LabelStudioClient
 from annotation.settings import Settings
-from annotation.tasks import simulated_truth
 from knowref60k.cli.app import app
 from knowref60k.core.io import ITEM_SCHEMA
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from tests.conftest import use_label_studio
 from tests.test_annotation import item, log_in
 
@@ -54,11 +54,20 @@ def write_items(path: Path, count: int = ITEMS) -> Path:
 def cli_settings(
     label_studio: Settings, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Settings:
-    """A project of its own for each test; annotator logins saved under tmp_path, not the repo."""
-    settings = dataclasses.replace(label_studio, project=f"cli {request.node.name}"[:50])
+    """A project of its own for each test; annotator logins saved under tmp_path, not the repo; no control
+    items (a config file says so, as a user would)."""
+    settings = dataclasses.replace(
+        label_studio, project=f"cli {request.node.name}"[:38], state_dir=tmp_path / "state"
+    )
     use_label_studio(monkeypatch, settings)
-    monkeypatch.setattr(annotation.cli, "STATE_DIR", tmp_path / "state")
     return settings
+
+
+@pytest.fixture
+def no_controls(tmp_path: Path) -> Path:
+    config = tmp_path / "labelling.toml"
+    config.write_text("[labelling]\ncontrol_share = 0.0\n")
+    return config
 
 
 def annotate(*arguments: str) -> Result:
@@ -72,46 +81,33 @@ def ok(*arguments: str) -> list[str]:
     return result.stdout.splitlines()
 
 
-def collect_line(votes: int, new: int, updated: int, annotations: int) -> str:
-    return (
-        f"{votes} votes ({new} new, {updated} updated) from {annotations} annotations; "
-        "0 repeated by the same person, 0 skipped, 0 without a choice"
-    )
-
-
-def changes(out: Path) -> tuple[int, int, int, int, int]:
-    report = orjson.loads((out / "collect.json").read_bytes())
-    return (
-        report["votes"],
-        report["new_votes"],
-        report["updated_votes"],
-        report["unchanged_votes"],
-        report["withdrawn_votes"],
-    )
-
-
 @pytest.mark.integration
-def test_push_twice_imports_every_item_once(cli_settings: Settings, tmp_path: Path) -> None:
-    items = write_items(tmp_path / "run.items.parquet")
-    assert ok("push", str(items)) == ["4 items: 4 imported, 0 already there; 4 tasks in the project"]
-    assert ok("push", str(items)) == ["4 items: 0 imported, 4 already there; 4 tasks in the project"]
+def test_push_twice_imports_every_item_once_with_its_controls(cli_settings: Settings, tmp_path: Path) -> None:
+    items = write_items(tmp_path / "run.items.parquet", 40)
+    # 5% of the tasks are controls: 2 of 42, drawn from the shipped screening controls.
+    first = ok("push", str(items))
+    assert first == ["screening: 42 tasks offered, 42 imported, 0 already there; 42 tasks in the project"]
+    assert ok("push", str(items)) == [
+        "screening: 42 tasks offered, 0 imported, 42 already there; 42 tasks in the project"
+    ]
     with LabelStudioClient(cli_settings) as client:
-        exported = client.export(client.existing_project())
-    assert sorted(task["data"]["item_id"] for task in exported) == [item(n)["candidate_id"] for n in range(4)]
+        exported = client.export(client.existing_project(SCREENING))
+    ids = sorted(task["data"]["item_id"] for task in exported)
+    assert [i for i in ids if not i.startswith("control:")] == [item(n)["candidate_id"] for n in range(40)]
+    assert sum(i.startswith("control:") for i in ids) == 2
 
 
 @pytest.mark.integration
-def test_users_prints_logins_that_work_and_keeps_them_private(cli_settings: Settings, tmp_path: Path) -> None:
-    lines = ok("users", "--count", "2")
-    assert lines[0] == f"Log in at {cli_settings.url}/user/login/ with:"
-    saved = tmp_path / "state" / "annotators.json"
+def test_users_per_role_print_logins_that_work_and_keep_them_private(cli_settings: Settings) -> None:
+    lines = ok("users", "--role", "screener", "--count", "2")
+    assert lines[0] == f"Log in at {cli_settings.url}/user/login/ with (screeners):"
+    saved = cli_settings.state_dir / "annotators.json"
     assert lines[-1] == f"(also saved to {saved}, readable only by you)"
     logins = [line.split() for line in lines[1:-1]]
     assert len(logins) == 2 and all(len(login) == 2 for login in logins)
-    assert logins[0][0] != logins[1][0]
     user_ids = []
     for email, password in logins:
-        assert re.fullmatch(r"annotator-\d+@knowref60k\.local", email)
+        assert re.fullmatch(r"screener-\d+@knowref60k\.local", email)
         session = log_in(cli_settings, email, password)
         try:
             whoami = session.get("/api/current-user/whoami").json()
@@ -121,65 +117,52 @@ def test_users_prints_logins_that_work_and_keeps_them_private(cli_settings: Sett
         user_ids.append(whoami["id"])
     assert stat.S_IMODE(saved.stat().st_mode) == 0o600
     assert orjson.loads(saved.read_bytes()) == [
-        {"email": email, "password": password, "user_id": user_id}
+        {"email": email, "password": password, "user_id": user_id, "role": "screener"}
         for (email, password), user_id in zip(logins, user_ids, strict=True)
     ]
+    refused = annotate("users", "--role", "resolver", "--email", logins[0][0])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr == (
+        f"error: {logins[0][0]} is a screener: an account screens or resolves, never both (someone who saw "
+        "an original sentence must not resolve its renamed twin)\n"
+    )
+    assert annotate("users", "--role", "resolver").exit_code == 2  # neither --count nor --email
 
 
 @pytest.mark.integration
-def test_simulate_then_collect_counts_new_updated_unchanged_withdrawn(
-    cli_settings: Settings, tmp_path: Path
-) -> None:
-    ok("push", str(write_items(tmp_path / "run.items.parquet")))
-    assert ok("simulate", "--annotators", "5", "--accuracy", "1.0", "--seed", "3") == [
-        "posted 20 simulated annotations (5 annotators, accuracy 1.0)"
-    ]
+def test_the_loop_from_the_command_line(cli_settings: Settings, no_controls: Path, tmp_path: Path) -> None:
+    """push -> simulate screening -> collect -> promote -> simulate resolution -> collect -> status."""
+    items = str(write_items(tmp_path / "run.items.parquet"))
+    config = ["--config", str(no_controls)]
     out = tmp_path / "annotation"
-    assert ok("collect", "--out", str(out)) == [
-        collect_line(20, 20, 0, 20),
-        "NOTE: 20 of these votes are simulated",
-        f"Votes in {(out / 'votes.parquet').resolve()}",
+    ok("push", items, *config)
+    assert ok("simulate", "--stage", "screening", "--annotators", "2", "--seed", "3", *config) == [
+        "screening: 4 simulated votes (2 annotators, accuracy 0.9)"
     ]
-    assert changes(out) == (20, 20, 0, 0, 0)
-    votes = pq.read_table(out / "votes.parquet").to_pylist()
-    truth = simulated_truth(3)
-    assert len(votes) == 20 and all(vote["simulated"] for vote in votes)
-    assert [vote["choice"] for vote in votes] == [truth(vote["item_id"]) for vote in votes]
-    assert sorted({vote["item_id"] for vote in votes}) == [item(n)["candidate_id"] for n in range(4)]
-    assert len({vote["annotator_id"] for vote in votes}) == 5
-
-    ok("collect", "--out", str(out))  # nothing changed on the server
-    assert changes(out) == (20, 0, 0, 20, 0)
-
-    with LabelStudioClient(cli_settings) as client:
-        tasks = {task["id"]: task for task in client.export(client.existing_project())}
-        first, second = votes[0], votes[-1]
-        answers = {v: k for k, v in tasks[first["task_id"]]["data"]["answer_identity"].items()}
-        client.sdk.annotations.update(
-            id=first["annotation_id"],
-            result=[
-                {
-                    "from_name": "referent",
-                    "to_name": "sentence",
-                    "type": "choices",
-                    "value": {"choices": [answers["neither"]]},
-                }
-            ],
-        )
-    assert ok("collect", "--out", str(out))[0] == collect_line(20, 0, 1, 20)
-    assert changes(out) == (20, 0, 1, 19, 0)
-    after_update = pq.read_table(out / "votes.parquet").to_pylist()
-    changed = [vote for vote in after_update if vote["annotation_id"] == first["annotation_id"]]
-    assert [(vote["choice"], vote["annotator_id"]) for vote in changed] == [
-        ("neither", first["annotator_id"])
+    collected = ok("collect", "--out", str(out), *config)
+    assert collected[0].startswith(f"4 votes {{'{SCREENING}': 4}} (4 new, 0 updated)")
+    promoted = ok("promote", items, "--out", str(out), *config)
+    valid = int(promoted[0].split()[0])
+    assert promoted == [
+        f"{valid} items screened valid, {valid} newly pushed to resolution; "
+        f"{valid} tasks in the resolution project"
     ]
-
-    with LabelStudioClient(cli_settings) as client:
-        client.sdk.annotations.delete(id=second["annotation_id"])
-    assert ok("collect", "--out", str(out))[0] == collect_line(19, 0, 0, 19)
-    assert changes(out) == (19, 0, 0, 19, 1)
-    remaining = pq.read_table(out / "votes.parquet").to_pylist()
-    assert second["annotation_id"] not in {vote["annotation_id"] for vote in remaining}
+    assert ok("promote", items, "--out", str(out), *config)[0].startswith(
+        f"{valid} items screened valid, 0 newly"
+    )
+    ok("simulate", "--stage", "resolution", "--annotators", "5", "--accuracy", "1.0", *config)
+    ok("collect", "--out", str(out), *config)
+    report = orjson.loads((out / "collect.json").read_bytes())
+    # With every answer right, each screened-valid item is decided by exactly 4 resolvers.
+    assert report["votes_by_stage"] == {SCREENING: 4, RESOLUTION: 4 * valid}
+    status = orjson.loads(annotate("status", "--out", str(out), "--json", *config).stdout)
+    assert status["stages"][RESOLUTION]["outcomes"] == {"kept": valid}
+    assert status["stages"][RESOLUTION]["votes_per_decided_item"] == 4.0
+    assert status["votes_per_kept_item"] == round((4 + 4 * valid) / valid, 2)
+    assert len(status["annotators"]) == 2 + 5
+    table = ok("status", "--out", str(out), *config)
+    assert table[0].split()[:4] == ["stage", "items", "waiting", "in_progress"]
+    assert any(line.startswith(f"kept {valid};") for line in table)
 
 
 @pytest.fixture
@@ -195,17 +178,19 @@ def test_every_command_fails_in_one_line_when_the_server_is_down(
     closed_port: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     url = f"http://127.0.0.1:{closed_port}"
-    use_label_studio(
-        monkeypatch, Settings(url=url, username="admin", password="pw", api_key="0" * 40, project="down")
+    state = tmp_path / "state"
+    settings = Settings(
+        url=url, username="admin", password="pw", api_key="0" * 40, project="down", state_dir=state
     )
-    monkeypatch.setattr(annotation.cli, "STATE_DIR", tmp_path / "state")
+    use_label_studio(monkeypatch, settings)
     items = write_items(tmp_path / "run.items.parquet")
     out = tmp_path / "annotation"
     for command in (
         ["push", str(items)],
-        ["users", "--count", "1"],
+        ["promote", str(items), "--out", str(out)],
+        ["users", "--role", "screener", "--count", "1"],
         ["collect", "--out", str(out)],
-        ["simulate", "--annotators", "2"],
+        ["simulate", "--stage", "resolution", "--annotators", "2"],
     ):
         result = annotate(*command)
         assert result.exit_code == 2, (command, result.output)
@@ -214,4 +199,6 @@ def test_every_command_fails_in_one_line_when_the_server_is_down(
         assert len(lines) == 1, (command, result.stderr)
         assert lines[0].startswith(f"error: Label Studio is not reachable at {url} ("), lines[0]
         assert "Traceback" not in result.output
-    assert not out.exists() and not (tmp_path / "state").exists()
+    assert not out.exists() and not state.exists()
+    status = annotate("status", "--out", str(out))
+    assert status.exit_code == 2 and status.stderr.startswith(f"error: {out / 'collect.json'} not found")

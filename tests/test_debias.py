@@ -25,7 +25,7 @@ from knowref60k.debias.features import labels_of, ngram_features
 from knowref60k.debias.linear import fit
 from knowref60k.debias.problems import Problem, read_problems
 from knowref60k.debias.report import debias
-from tests.test_release import synthetic_run, vote
+from tests.test_release import screened, synthetic_run, vote
 
 WORDS = [f"word{i}" for i in range(400)]
 NAMES = [f"Name{i}" for i in range(60)]
@@ -195,6 +195,7 @@ def run_with_both_labels(folder: Path, items: int) -> Path:
     pq.write_table(pa.Table.from_pylist(rows, schema=ITEM_SCHEMA), item_file)
     choices = {row["candidate_id"]: "antecedent2" if n % 2 else "antecedent1" for n, row in enumerate(rows)}
     votes = [vote(a, choices[item], a, item) for item in choices for a in range(5)]
+    votes += screened(list(choices))
     pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), run / "votes.parquet")
     return run
 

@@ -24,6 +24,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
+from knowref60k.labelling.decisions import RESOLUTION
 from tests.conftest import REPO, shared_file, wait_for
 from tests.test_annotation import item
 from tests.test_extract import GOOD
@@ -108,12 +109,12 @@ def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(own_
                     return done
 
                 client._import = counted  # type: ignore[method-assign]
-                client.push(items, seed=0, batch_size=100)
+                client.push(items, RESOLUTION, 5, seed=0, batch_size=100)
         except UserError as error:
             failures.append(error)
 
     with LabelStudioClient(settings) as client:
-        client.ensure_project()
+        client.ensure_project(RESOLUTION, 5)
     pusher = threading.Thread(target=push)
     pusher.start()
     assert imported.wait(timeout=300), "the push imported nothing"
@@ -122,10 +123,10 @@ def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(own_
     assert not pusher.is_alive() and failures and "not reachable" in str(failures[0])
     own_label_studio.start()
     with LabelStudioClient(settings) as client:
-        before = len(client.export(client.existing_project()))
+        before = len(client.export(client.existing_project(RESOLUTION)))
         assert 100 <= before < len(items)
-        report = client.push(items, seed=0, batch_size=1000)
-        exported = client.export(client.existing_project())
+        report = client.push(items, RESOLUTION, 5, seed=0, batch_size=1000)
+        exported = client.export(client.existing_project(RESOLUTION))
     assert report.pushed == len(items) - before
     ids = [task["data"]["item_id"] for task in exported]
     assert len(ids) == len(set(ids)) == len(items)
@@ -477,6 +478,7 @@ def release_args(run: Path, votes: Path, out: Path) -> list[str]:
         ("truncated", "not a Parquet file"),
         ("choice", "not a votes file, missing columns choice"),
         ("simulated", "not a votes file, missing columns simulated"),
+        ("stage", "not a votes file, missing columns stage"),
     ],
 )
 def test_unreadable_votes_are_a_clear_error(tmp_path: Path, damage: str, message: str) -> None:
@@ -507,6 +509,8 @@ def test_bad_votes_are_left_out_and_counted_by_reason(tmp_path: Path) -> None:
         dict(extra, annotator_id=None),
         dict(extra, updated_at=None),
         dict(extra, item_id="no-such-item"),
+        dict(extra, stage="review"),
+        dict(extra, stage="screening"),  # a resolution answer is no screening answer
     ]
     nullable = pa.schema([field.with_nullable(True) for field in VOTE_SCHEMA])
     pq.write_table(pa.Table.from_pylist(votes + bad, schema=nullable), run / "votes.parquet")
@@ -516,8 +520,9 @@ def test_bad_votes_are_left_out_and_counted_by_reason(tmp_path: Path) -> None:
     assert manifest["rejected_votes"] == {
         "no_annotation_time_or_id": 1,
         "no_annotator": 1,
-        "unknown_choice": 2,
+        "unknown_choice": 3,
         "unknown_item": 1,
+        "unknown_stage": 1,
     }
     assert manifest["agreement"]["items"] == {"kept": 2}  # 5 good votes each; no sixth annotator
     assert "votes left out" in result.output

@@ -30,6 +30,7 @@ from flows.prepare import prepare_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 from tests.conftest import REPO, free_port, use_label_studio, wait_for
@@ -200,63 +201,83 @@ def test_push_flow_imports_each_item_once(
 
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows push")
     items = [report["items_path"] for report in run["prepare"]["files"]]
-    assert push_flow(items) == [
-        {"items_path": items[0], "pushed": 6, "already_there": 0},
-        {"items_path": items[1], "pushed": 0, "already_there": 0},
-    ]
+    # Six items: 5% of controls would be a third of one task, so none.
+    assert push_flow(items) == {"stage": SCREENING, "pushed": 6, "already_there": 0, "tasks": 6}
     capsys.readouterr()
     assert main(["push", *items]) == 0
-    printed = words(capsys.readouterr().out)
-    assert f"{items[0]}: 0 imported, 6 already there" in printed
+    assert "screening: 0 imported, 6 already there" in words(capsys.readouterr().out)
     with LabelStudioClient(settings) as client:
-        tasks = client.export(client.existing_project())
+        tasks = client.export(client.existing_project(SCREENING))
     assert sorted(task["data"]["item_id"] for task in tasks) == item_ids(run)
 
 
-@pytest.fixture(scope="module")
-def voted(run: dict[str, Any], label_studio: Settings) -> Settings:
-    """A project with the items and five simulated votes on each, every vote the item's seeded truth."""
-    settings = dataclasses.replace(label_studio, project="knowref60k test_flows collect")
+def vote_all(settings: Settings, stage: str, role: str, count: int, answer: Any, prefix: str = "") -> int:
+    """`count` accounts of `role` each vote on every task of the stage (no task is settled in between)."""
+    from annotation.accounts import ensure_accounts
+    from annotation.client import STAGE_PROJECTS
+    from annotation.simulate import AnnotatorSession, work_through
+
+    with LabelStudioClient(settings) as client:
+        accounts = ensure_accounts(client, role, count, prefix)
+        sessions = [AnnotatorSession(settings, account) for account in accounts]
+        project = client.existing_project(stage)
+        work = work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, lambda _task: None)
+        for session in sessions:
+            session.close()
+    return work.total
+
+
+def screened_and_pushed(run: dict[str, Any], settings: Settings) -> None:
+    """Every item in both projects, each screened valid by one screener."""
     paths = [Path(report["items_path"]) for report in run["prepare"]["files"]]
     with LabelStudioClient(settings) as client:
-        assert client.push(read_items(paths), ORDER_SEED).pushed == 6
-        assert client.simulate(5, 1.0, 0, simulated_truth(0)) == 30
-    return settings
+        assert client.push(read_items(paths), SCREENING, 1, ORDER_SEED).pushed == 6
+        assert client.push(read_items(paths), RESOLUTION, 5, ORDER_SEED).pushed == 6
+    assert vote_all(settings, SCREENING, "screener", 1, lambda _item, _user: "valid") == 6
 
 
 @pytest.mark.integration
 def test_collect_flow_writes_every_vote(
-    run: dict[str, Any], voted: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    run: dict[str, Any], label_studio: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    use_project(monkeypatch, voted, voted.project)
+    settings = use_project(monkeypatch, label_studio, "knowref60k test_flows collect")
+    screened_and_pushed(run, settings)
+    truth = simulated_truth(0)
+    assert vote_all(settings, RESOLUTION, "resolver", 5, lambda item, _user: truth(item), "simulated-") == 30
     out = tmp_path / "annotation"
     report = collect_flow(str(out))
     assert report["votes_path"] == str(out / "votes.parquet")
-    counts = {key: report[key] for key in report if key not in ("votes_path", "project")}
+    counts = {
+        key: report[key] for key in report if key not in ("votes_path", "projects", "emails", "refused_lines")
+    }
     assert counts == {
-        "annotations": 30,
-        "votes": 30,
+        "annotations": 36,
+        "votes": 36,
+        "votes_by_stage": {SCREENING: 6, RESOLUTION: 30},
         "duplicate_annotations": 0,
         "skipped": 0,
         "without_choice": 0,
-        "new_votes": 30,
+        "refused_votes": {},
+        # Every task got all five votes (nothing settled them in between): Label Studio closed them itself.
+        "closed_tasks": {SCREENING: {"closed": 0, "reopened": 0}, RESOLUTION: {"closed": 0, "reopened": 0}},
+        "new_votes": 36,
         "updated_votes": 0,
         "unchanged_votes": 0,
         "withdrawn_votes": 0,
         "simulated_votes": 30,
     }
     assert orjson.loads((out / "collect.json").read_bytes()) == {
-        key: value for key, value in report.items() if key != "votes_path"
+        key: value for key, value in report.items() if key not in ("votes_path", "refused_lines")
     }
-    votes = pq.read_table(out / "votes.parquet").to_pylist()
-    truth = simulated_truth(0)
+    votes = [v for v in pq.read_table(out / "votes.parquet").to_pylist() if v["stage"] == RESOLUTION]
     per_item = Counter(vote["item_id"] for vote in votes)
     assert sorted(per_item) == item_ids(run) and set(per_item.values()) == {5}
     assert all(vote["choice"] == truth(vote["item_id"]) and vote["simulated"] for vote in votes)
     assert len({vote["annotator_id"] for vote in votes}) == 5
 
     again = collect_flow(str(out))
-    assert (again["votes"], again["new_votes"], again["unchanged_votes"]) == (30, 0, 30)
+    assert (again["votes"], again["new_votes"], again["unchanged_votes"]) == (36, 0, 36)
+    assert again["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 0}
 
 
 @pytest.mark.integration
@@ -270,34 +291,40 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     from flows.release import main, release_flow
 
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows release")
-    paths = [Path(report["items_path"]) for report in run["prepare"]["files"]]
+    screened_and_pushed(run, settings)
     truth = simulated_truth(0)
-    with LabelStudioClient(settings) as client:
-        assert client.push(read_items(paths), ORDER_SEED).pushed == 6
-        # Three annotators give the seeded truth, two always say antecedent 1: an item whose truth is
-        # antecedent 1 has five equal votes (kept), the others three against two (rejected as ambiguous).
-        assert client.simulate(3, 1.0, 0, truth) == 18
-        assert client.simulate(5, 1.0, 0, lambda _item: "antecedent1") == 12
+    # Three resolvers give the seeded truth, two always say antecedent 1: an item whose truth is
+    # antecedent 1 is decided at its fourth equal vote (kept), the others three against two (ambiguous).
+    assert vote_all(settings, RESOLUTION, "resolver", 3, lambda item, _user: truth(item)) == 18
+    assert vote_all(settings, RESOLUTION, "resolver", 5, lambda _item, _user: "antecedent1") == 12
     kept = [item for item in item_ids(run) if truth(item) == "antecedent1"]
     assert len(kept) == KEPT_BY_TRUTH
 
     votes_dir, releases = tmp_path / "annotation", tmp_path / "releases"
     made = release_flow("v1", str(run["dir"]), str(votes_dir), str(releases))
     release = releases / "v1"
-    assert made["path"] == str(release) and made["simulated"] is True
+    assert made["path"] == str(release) and made["simulated"] is False
     assert made["agreement"]["items"] == {"kept": len(kept), "rejected_ambiguous": 6 - len(kept)}
+    assert made["labelling"]["screening"] == {
+        "items": 6,
+        "screened_valid": 6,
+        "screened_out": {},
+        "pending": 0,
+    }
     assert made["splits"] == RELEASE_SPLITS and sum(made["splits"].values()) == len(kept)
-    assert pq.read_table(votes_dir / "votes.parquet").num_rows == 30
+    assert pq.read_table(votes_dir / "votes.parquet").num_rows == 36
     files = sorted(str(p.relative_to(release)) for p in release.rglob("*") if p.is_file())
     shards = [f"data/{split}-00000-of-00001.parquet" for split in sorted(SPLITS) if RELEASE_SPLITS[split]]
     jsonl = [f"jsonl/{split}.jsonl" for split in sorted(SPLITS)]
     assert files == ["README.md", *shards, "funnel.png", *jsonl, "manifest.json"]
     rows = [row for split in SPLITS for row in load_release(release, split).to_pylist()]
     assert sorted(row["id"] for row in rows) == kept
-    assert all(row["label"] == 0 and row["annotation_strength"] == 5 for row in rows)
+    assert all(
+        row["label"] == 0 and row["annotation_strength"] == 4 and row["late_votes"] == 1 for row in rows
+    )
     manifest = orjson.loads((release / "manifest.json").read_bytes())
     assert manifest["version"] == "v1" and manifest["splits"] == RELEASE_SPLITS
-    assert (release / "README.md").read_text().splitlines()[1].startswith("# WARNING: built from SIMULATED")
+    assert manifest["labelling"]["votes"] == {"screening": 6, "resolution": 30, "control": 0}
 
     before = snapshot(release)
     capsys.readouterr()
@@ -337,6 +364,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     use_project(monkeypatch, label_studio, "unused: the demo names its own project")
     # The demo's own Label Studio is, here, the session's server; its default is checked in test_settings.
     monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", label_studio.url)
+    monkeypatch.setenv("KNOWREF60K_DEMO_LABELSTUDIO_DIR", str(tmp_path / "demo-state"))
     from annotation.settings import ENV_FILE
 
     env_file_before = ENV_FILE.read_bytes() if ENV_FILE.exists() else None
@@ -346,27 +374,33 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     # every setting came from the environment: the repo's .env is neither written nor changed
     assert (ENV_FILE.read_bytes() if ENV_FILE.exists() else None) == env_file_before
     assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6
-    assert result["pushed"] == {"pushed": 6, "already_there": 0, "tasks": 6}
-    assert result["simulated"] == 30
+    assert result["pushed"] == {"stage": SCREENING, "pushed": 6, "already_there": 0, "tasks": 6}
     votes = result["votes"]
-    assert (votes["votes"], votes["simulated_votes"], votes["votes_path"]) == (
-        30,
-        30,
-        str(out / "annotation" / "votes.parquet"),
-    )
-    # What the rule (at least 4 of 5 on the same antecedent) keeps, counted here from the votes themselves.
-    by_item: dict[str, Counter[str]] = {}
-    for vote in pq.read_table(votes["votes_path"]).to_pylist():
-        by_item.setdefault(vote["item_id"], Counter())[vote["choice"]] += 1
-    assert len(by_item) == 6 and all(sum(c.values()) == 5 for c in by_item.values())
+    # The handmade sentences are not in the gold set: screeners call them valid unless they err.
+    screened = {
+        v["item_id"]: v["choice"]
+        for v in pq.read_table(votes["votes_path"]).to_pylist()
+        if v["stage"] == SCREENING
+    }
+    assert len(screened) == 6 and result["votes_cast"][SCREENING] == 6
+    valid = sorted(item for item, choice in screened.items() if choice == "valid")
+    assert result["promoted"] == {"screened_valid": len(valid), "pushed": len(valid), "tasks": len(valid)}
+    assert votes["votes_by_stage"] == {SCREENING: 6, RESOLUTION: result["votes_cast"][RESOLUTION]}
+    assert votes["simulated_votes"] == votes["votes"] and votes["refused_votes"] == {}
+    # What the rule keeps, counted here from the resolution votes themselves.
+    by_item: dict[str, list[str]] = {}
+    for vote in sorted(pq.read_table(votes["votes_path"]).to_pylist(), key=lambda v: v["created_at"]):
+        if vote["stage"] == RESOLUTION:
+            by_item.setdefault(vote["item_id"], []).append(vote["choice"])
+    assert sorted(by_item) == valid
     expected = sum(
-        1 for c in by_item.values() if (top := c.most_common(1)[0])[1] >= 4 and top[0] != "neither"
+        1 for cast in by_item.values() if max(cast.count("antecedent1"), cast.count("antecedent2")) >= 4
     )
 
     release = Path(result["release"]["path"])
     assert release.parent == out / "releases" and release.name.startswith("demo-")
     agreement = result["release"]["agreement"]
-    assert sum(agreement["items"].values()) == 6 and "pending" not in agreement["items"]
+    assert sum(agreement["items"].values()) == len(valid) and "pending" not in agreement["items"]
     assert agreement["items"].get("kept", 0) == expected
     assert sum(load_release(release, split).num_rows for split in SPLITS) == expected
     card = (release / "README.md").read_text()
@@ -378,11 +412,9 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     capsys.readouterr()
     assert flows.demo.main([str(dump), "--out", str(out)]) == 0
     printed = words(capsys.readouterr().out)
-    assert (
-        "Label Studio: 6 tasks; 0 simulated annotations posted; 30 votes collected (30 simulated)" in printed
-    )
+    assert "simulated votes cast {'screening': 0, 'resolution': 0}" in printed
     assert f"Release (SIMULATED votes): {release}" in printed
-    assert f"Demo project in its own Label Studio at {label_studio.url}" in printed
+    assert f"Demo projects in their own Label Studio at {label_studio.url}" in printed
     assert snapshot(out / "releases") == before
 
 

@@ -32,7 +32,7 @@ from knowref60k.labelling.decisions import (
 )
 from knowref60k.labelling.quality import annotator_quality, dawid_skene
 from knowref60k.labelling.separation import NO_ROLE, SCREENED_THIS_ITEM, WRONG_ROLE, explain, separate
-from knowref60k.labelling.status import status
+from knowref60k.labelling.status import status as labelling_status
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -271,7 +271,8 @@ def test_dawid_skene_finds_the_answers_and_the_weak_annotator() -> None:
 
 def test_annotator_quality_against_decisions_and_controls() -> None:
     rule = ResolutionRule()
-    votes = sequence(("antecedent1",) * 4, "a") + [
+    votes = [
+        *sequence(("antecedent1",) * 4, "a"),
         vote(0, "antecedent1", 10, "control:x"),
         vote(1, "antecedent2", 11, "control:x"),
         vote(4, "antecedent2", 12, "a"),  # late, and against the decision
@@ -304,7 +305,9 @@ def test_status_of_a_fixed_vote_set() -> None:
         vote(20, "antecedent2", 20, "b"),
         vote(21, "neither", 21, "b"),
     ]
-    found = status(tasks, votes, config, {"control:k": "valid"}, {1: "s1@x", 10: "r0@x"}, {"wrong_role": 2})
+    found = labelling_status(
+        tasks, votes, config, {"control:k": "valid"}, {1: "s1@x", 10: "r0@x"}, {"wrong_role": 2}
+    )
     screening, resolution = found["stages"][SCREENING], found["stages"][RESOLUTION]
     assert {
         k: screening[k] for k in ("items", "waiting", "in_progress", "decided", "votes", "control_votes")

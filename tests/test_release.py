@@ -21,8 +21,8 @@ from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.prepare.preparer import Preparer
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, ResolutionRule, decide
+from knowref60k.prepare.preparer import Preparer
 from knowref60k.release.agreement import agreement, fleiss_kappa
 from knowref60k.release.build import build_release, opaque
 from knowref60k.release.splits import split_of

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from annotation.client import Account, save_accounts
+from annotation.accounts import Account, load_accounts, roles, save_accounts
 from annotation.server import Server
 from annotation.settings import (
     DEMO_STATE_DIR,
@@ -216,18 +216,27 @@ def test_settings_port(url: str, port: int) -> None:
 # ---- saved annotator logins ----
 
 
-def test_save_accounts_appends_and_keeps_the_file_private(tmp_path: Path) -> None:
+def test_save_accounts_appends_keeps_the_file_private_and_never_changes_a_role(tmp_path: Path) -> None:
+    settings = Settings("http://127.0.0.1:9", "u", "p", "k", state_dir=tmp_path / "state")
     path = tmp_path / "state" / "annotators.json"
-    save_accounts(path, [Account("a@x.test", "pw-a", 3)])
+    save_accounts(settings, [Account("a@x.test", "pw-a", 3, "screener")])
     assert mode(path) == 0o600
     path.chmod(0o644)
-    save_accounts(path, [Account("b@x.test", "pw-b", 4), Account("c@x.test", "pw-c", 5)])
+    save_accounts(settings, [Account("b@x.test", "pw-b", 4, "resolver"), Account("c@x.test", None, 5, "resolver")])
     assert mode(path) == 0o600
     assert orjson.loads(path.read_bytes()) == [
-        {"email": "a@x.test", "password": "pw-a", "user_id": 3},
-        {"email": "b@x.test", "password": "pw-b", "user_id": 4},
-        {"email": "c@x.test", "password": "pw-c", "user_id": 5},
+        {"email": "a@x.test", "password": "pw-a", "user_id": 3, "role": "screener"},
+        {"email": "b@x.test", "password": "pw-b", "user_id": 4, "role": "resolver"},
+        {"email": "c@x.test", "password": None, "user_id": 5, "role": "resolver"},
     ]
+    with pytest.raises(UserError, match="a@x.test is a screener: an account screens or resolves, never both"):
+        save_accounts(settings, [Account("a@x.test", "pw-a", 3, "resolver")])
+    with pytest.raises(UserError, match="unknown role 'reviewer'"):
+        save_accounts(settings, [Account("d@x.test", "pw", 6, "reviewer")])
+    assert roles(settings) == {"a@x.test": "screener", "b@x.test": "resolver", "c@x.test": "resolver"}
+    path.write_text("[{\"email\": 1}]")
+    with pytest.raises(UserError, match="not a list of annotator accounts"):
+        load_accounts(settings)
 
 
 # ---- code fingerprint ----
