@@ -77,25 +77,26 @@ def check_role(known: Mapping[str, Account], email: str, role: str) -> None:
         )
 
 
+def submit_form(session: httpx.Client, settings: Settings, path: str, email: str, password: str) -> int:
+    """Fill in Label Studio's sign-up or login form as a browser does (with its CSRF cookie); the status
+    of the answer (302 when it worked)."""
+    try:
+        session.get(path)
+        fields = {"email": email, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]}
+        referer = {"Referer": f"{settings.url}{path}"}
+        response = session.post(path, data=fields, headers=referer, follow_redirects=False)
+    except httpx.TransportError as error:
+        raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None
+    return response.status_code
+
+
 def sign_up(settings: Settings, email: str, password: str) -> None:
     """Create a working annotator the way a person would (the API's users.create leaves the user
     outside the organization and ignores the password: docs/decisions.md, section 2)."""
-    with httpx.Client(base_url=settings.url, timeout=60, follow_redirects=False) as session:
-        try:
-            session.get("/user/signup/")
-            response = session.post(
-                "/user/signup/",
-                data={
-                    "email": email,
-                    "password": password,
-                    "csrfmiddlewaretoken": session.cookies["csrftoken"],
-                },
-                headers={"Referer": f"{settings.url}/user/signup/"},
-            )
-        except httpx.TransportError as error:
-            raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None
-    if response.status_code != 302:
-        raise UserError(f"signing up {email} failed: {response.status_code} (does the user exist already?)")
+    with httpx.Client(base_url=settings.url, timeout=60) as session:
+        status = submit_form(session, settings, "/user/signup/", email, password)
+    if status != 302:
+        raise UserError(f"signing up {email} failed: {status} (does the user exist already?)")
 
 
 def create_accounts(client: LabelStudioClient, role: str, count: int, prefix: str = "") -> list[Account]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from annotation.accounts import Account
+from annotation.accounts import Account, submit_form
 from annotation.settings import Settings
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
@@ -77,20 +77,10 @@ class AnnotatorSession:
 def _token(settings: Settings, email: str, password: str) -> str:
     """The account's API token, read after logging in through the login form."""
     with httpx.Client(base_url=settings.url, timeout=60) as session:
+        status = submit_form(session, settings, "/user/login/", email, password)
+        if status != 302:
+            raise UserError(f"{email} could not log in to {settings.url} ({status})")
         try:
-            session.get("/user/login/")
-            response = session.post(
-                "/user/login/",
-                data={
-                    "email": email,
-                    "password": password,
-                    "csrfmiddlewaretoken": session.cookies["csrftoken"],
-                },
-                headers={"Referer": f"{settings.url}/user/login/"},
-                follow_redirects=False,
-            )
-            if response.status_code != 302:
-                raise UserError(f"{email} could not log in to {settings.url} ({response.status_code})")
             return str(session.get("/api/current-user/token").json()["token"])
         except httpx.TransportError as error:
             raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None

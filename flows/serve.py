@@ -4,6 +4,8 @@
 
 - `watch-dumps`: every hour, processes each new or changed RC_*.zst / RC_*.ndjson of the dumps folder
   (monthly dumps appear once a month; an hourly look costs a directory listing and a few stat calls).
+- `labelling-sync`: every two minutes, collects both stages' votes, closes every decided task (so that
+  annotators are rarely served one) and sends the items screening accepted on to resolution.
 - `monthly-release-candidate`: on the 2nd of every month at 06:00 UTC, collects votes and cuts rc-YYYY.MM.DD.
 """
 
@@ -23,6 +25,9 @@ from knowref60k.core.io import private_dir
 REPO = Path(__file__).resolve().parent.parent
 PORT = 4200
 API = f"http://127.0.0.1:{PORT}/api"
+# How often the labelling loop is collected and decided tasks closed: a vote takes annotators about 10 s,
+# a collect of 10,000 tasks about 20 s (docs/measurements.md).
+SYNC_MINUTES = 2
 
 
 def prefect_server_running() -> bool:
@@ -61,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PREFECT_API_URL"] = API
     from prefect import serve
 
+    from flows.annotate import sync_flow
     from flows.watch import release_candidate_flow, watch_flow
 
     print(f"Prefect UI: http://127.0.0.1:{PORT}  (watching {args.dumps}; Ctrl-C stops serving)", flush=True)
@@ -69,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
             name="watch-dumps",
             interval=timedelta(hours=1),
             parameters={"dumps_dir": args.dumps, "out_dir": args.out},
+        ),
+        sync_flow.to_deployment(
+            name="labelling-sync",
+            interval=timedelta(minutes=SYNC_MINUTES),
+            parameters={"items_dir": str(Path(args.out) / "items")},
         ),
         release_candidate_flow.to_deployment(
             name="monthly-release-candidate", cron="0 6 2 * *", parameters={"run_dir": args.out}

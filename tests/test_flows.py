@@ -566,7 +566,7 @@ def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
 
 
 @pytest.mark.integration
-def test_serve_starts_a_server_and_registers_both_scheduled_deployments(tmp_path: Path) -> None:
+def test_serve_starts_a_server_and_registers_the_scheduled_deployments(tmp_path: Path) -> None:
     """flows.serve has no option for its port (4200, fixed): the test sets the module's PORT and API to a
     free port before calling its main, in a subprocess with its own PREFECT_HOME."""
     port = free_port()
@@ -598,13 +598,23 @@ def test_serve_starts_a_server_and_registers_both_scheduled_deployments(tmp_path
                     return []
                 servers[:] = servers or prefect_servers()
                 found = api_post(api_url, "/deployments/filter", {})
-                return found if len(found) == 2 else []
+                return found if len(found) == 3 else []
 
-            found = {d["name"]: d for d in wait_for(deployments, 180, "two deployments")}
-            assert sorted(found) == ["monthly-release-candidate", "watch-dumps"]
+            found = {d["name"]: d for d in wait_for(deployments, 180, "three deployments")}
+            assert sorted(found) == ["labelling-sync", "monthly-release-candidate", "watch-dumps"]
             flows = {d["name"]: api_get(api_url, f"/flows/{d['flow_id']}")["name"] for d in found.values()}
-            assert flows == {"watch-dumps": "watch-dumps", "monthly-release-candidate": "release-candidate"}
-            watch, monthly = found["watch-dumps"], found["monthly-release-candidate"]
+            assert flows == {
+                "watch-dumps": "watch-dumps",
+                "labelling-sync": "labelling-sync",
+                "monthly-release-candidate": "release-candidate",
+            }
+            watch, monthly, sync = (
+                found["watch-dumps"],
+                found["monthly-release-candidate"],
+                found["labelling-sync"],
+            )
+            assert sync["parameters"] == {"items_dir": str(out / "items")}
+            assert [s["schedule"]["interval"] for s in sync["schedules"]] == [120.0]
             assert watch["parameters"] == {"dumps_dir": str(dumps), "out_dir": str(out)}
             assert monthly["parameters"] == {"run_dir": str(out)}
             assert [s["schedule"]["interval"] for s in watch["schedules"]] == [3600.0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -33,31 +32,11 @@ from knowref60k.labelling.decisions import (
 from knowref60k.labelling.quality import annotator_quality, dawid_skene
 from knowref60k.labelling.separation import NO_ROLE, SCREENED_THIS_ITEM, WRONG_ROLE, explain, separate
 from knowref60k.labelling.status import status as labelling_status
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def vote(
-    annotator: int, choice: str, minute: int = 0, item: str = "i", stage: str = RESOLUTION, **extra: Any
-) -> dict[str, Any]:
-    when = T0 + timedelta(minutes=minute)
-    return {
-        "stage": stage,
-        "item_id": item,
-        "task_id": 1,
-        "annotation_id": minute * 100 + annotator,
-        "annotator_id": annotator,
-        "choice": choice,
-        "created_at": when,
-        "updated_at": when,
-        "lead_time": 3.0,
-        "simulated": False,
-        **extra,
-    }
+from tests.test_release import vote
 
 
 def sequence(choices: tuple[str, ...], item: str = "i", stage: str = RESOLUTION) -> list[dict[str, Any]]:
-    return [vote(n, choice, n, item, stage) for n, choice in enumerate(choices)]
+    return [vote(n, choice, n, item, stage=stage) for n, choice in enumerate(choices)]
 
 
 def full_decision(choices: tuple[str, ...], rule: ResolutionRule) -> tuple[bool, str | None]:
@@ -211,9 +190,9 @@ def test_costs_by_hand() -> None:
 def test_votes_the_roles_forbid_are_refused_with_their_reason() -> None:
     roles = {1: "screener", 2: "resolver", 3: "resolver", 4: None}
     votes = [
-        vote(1, "valid", 0, "a", SCREENING),
+        vote(1, "valid", 0, "a", stage=SCREENING),
         vote(2, "antecedent1", 1, "a"),
-        vote(3, "valid", 2, "a", SCREENING),  # a resolver screening: refused, and then
+        vote(3, "valid", 2, "a", stage=SCREENING),  # a resolver screening: refused, and then
         vote(3, "antecedent1", 3, "a"),  # ... their resolution of the same item is refused too
         vote(3, "antecedent2", 4, "b"),  # another item: fine
         vote(1, "antecedent1", 5, "b"),  # a screener resolving
@@ -297,10 +276,10 @@ def test_status_of_a_fixed_vote_set() -> None:
     tasks = [{"stage": SCREENING, "item_id": i} for i in ("a", "b", "c", "control:k")]
     tasks += [{"stage": RESOLUTION, "item_id": i} for i in ("a", "b")]
     votes = [
-        vote(1, "valid", 0, "a", SCREENING),
-        vote(1, "not_a_person", 1, "c", SCREENING),
-        vote(2, "valid", 2, "b", SCREENING),
-        vote(2, "valid", 3, "control:k", SCREENING),
+        vote(1, "valid", 0, "a", stage=SCREENING),
+        vote(1, "not_a_person", 1, "c", stage=SCREENING),
+        vote(2, "valid", 2, "b", stage=SCREENING),
+        vote(2, "valid", 3, "control:k", stage=SCREENING),
         *[vote(10 + n, "antecedent1", 10 + n, "a") for n in range(4)],
         vote(20, "antecedent2", 20, "b"),
         vote(21, "neither", 21, "b"),

@@ -222,19 +222,21 @@ def test_save_accounts_appends_keeps_the_file_private_and_never_changes_a_role(t
     save_accounts(settings, [Account("a@x.test", "pw-a", 3, "screener")])
     assert mode(path) == 0o600
     path.chmod(0o644)
-    save_accounts(settings, [Account("b@x.test", "pw-b", 4, "resolver"), Account("c@x.test", None, 5, "resolver")])
+    save_accounts(
+        settings, [Account("b@x.test", "pw-b", 4, "resolver"), Account("c@x.test", None, 5, "resolver")]
+    )
     assert mode(path) == 0o600
     assert orjson.loads(path.read_bytes()) == [
         {"email": "a@x.test", "password": "pw-a", "user_id": 3, "role": "screener"},
         {"email": "b@x.test", "password": "pw-b", "user_id": 4, "role": "resolver"},
         {"email": "c@x.test", "password": None, "user_id": 5, "role": "resolver"},
     ]
-    with pytest.raises(UserError, match="a@x.test is a screener: an account screens or resolves, never both"):
+    with pytest.raises(UserError, match=re.escape("a@x.test is a screener: an account screens or resolves")):
         save_accounts(settings, [Account("a@x.test", "pw-a", 3, "resolver")])
     with pytest.raises(UserError, match="unknown role 'reviewer'"):
         save_accounts(settings, [Account("d@x.test", "pw", 6, "reviewer")])
     assert roles(settings) == {"a@x.test": "screener", "b@x.test": "resolver", "c@x.test": "resolver"}
-    path.write_text("[{\"email\": 1}]")
+    path.write_text('[{"email": 1}]')
     with pytest.raises(UserError, match="not a list of annotator accounts"):
         load_accounts(settings)
 

@@ -50,5 +50,10 @@ class LabellingConfig:
 
 
 def load_labelling_config(path: Path | None = None, **overrides: Any) -> LabellingConfig:
-    """Defaults, then the TOML file's `[labelling]` table, then explicit overrides."""
-    return load_section(LabellingConfig, path, "labelling", overrides)
+    """Defaults, then the TOML file's `[labelling]` table, then explicit overrides. A relative path of
+    the file's `controls` is taken from the file's folder."""
+    config = load_section(LabellingConfig, path, "labelling", overrides)
+    if path is None:
+        return config
+    controls = tuple(str(path.parent / control) for control in config.controls)
+    return dataclasses.replace(config, controls=tuple(str(Path(c).resolve()) for c in controls))

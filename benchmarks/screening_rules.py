@@ -1,0 +1,55 @@
+"""Which screening rule to use: release validity, votes per kept valid item and kept valid items, computed
+exactly (knowref60k.labelling.costs) for every rule and screener accuracy, on the valid/invalid mix of real
+items as the gold set judges them.
+
+    .venv/bin/python benchmarks/screening_rules.py [ITEMS ...]   (default: output/demo/items/*.items.parquet)
+
+Resolvers answer right with 0.9 (as the simulated ones do) and cannot tell an invalid item from a valid
+one; a screener who errs on an invalid item lets it through. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from knowref60k.extract.gold import load_gold
+from knowref60k.labelling.costs import plan
+from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
+from knowref60k.labelling.validity import screening_answers
+
+REPO = Path(__file__).resolve().parent.parent
+RULES: list[ScreeningRule | None] = [
+    None,
+    *(ScreeningRule(a, r) for a, r in ((1, 1), (1, 2), (2, 1), (2, 2), (3, 3))),
+]
+ACCURACIES = (0.85, 0.9, 0.95)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("items", nargs="*", type=Path)
+    args = parser.parse_args()
+    paths = args.items or sorted((REPO / "output" / "demo" / "items").glob("*.items.parquet"))
+    rows = [row for path in paths for row in pq.read_table(path).to_pylist()]
+    answers = screening_answers(rows, {item.candidate_id: item for item in load_gold()})
+    valid = sum(answer == VALID for answer in answers.values())
+    invalid = len(answers) - valid
+    print(f"{len(rows)} items, {len(answers)} judged by the gold set: {valid} valid, {invalid} invalid\n")
+    print("| screening rule | screener accuracy | validity | votes per kept valid item | kept valid items |")
+    print("|---|---:|---:|---:|---:|")
+    for rule in RULES:
+        for accuracy in ACCURACIES if rule else (ACCURACIES[1],):
+            found = plan(valid, invalid, rule, ResolutionRule(), accuracy, 0.9)
+            name = f"accept {rule.accept_at}, reject {rule.reject_at}" if rule else "no screening"
+            shown = f"{accuracy:.2f}" if rule else "-"
+            print(
+                f"| {name} | {shown} | {found.validity:.1%} | {found.votes_per_kept_valid:.2f} | "
+                f"{found.kept_valid:.1f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
