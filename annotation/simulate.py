@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from annotation.settings import Settings
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
 
+# (item id, how many votes the simulation cast on it before) -> answer code: the k-th vote on an item is
+# the same whichever account Label Studio happens to serve it to, so a simulation is reproducible.
 Answer = Callable[[str, int], str]
 
 
@@ -86,14 +89,14 @@ def _token(settings: Settings, email: str, password: str) -> str:
             raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None
 
 
-def _rng(seed: int, item_id: str, user_id: int) -> random.Random:
-    digest = hashlib.sha256(f"{seed}\x1f{item_id}\x1f{user_id}".encode()).digest()
+def _rng(seed: int, item_id: str, index: int) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\x1f{item_id}\x1f{index}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def resolver(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
-    def answer(item_id: str, user_id: int) -> str:
-        rng, right = _rng(seed, item_id, user_id), truth(item_id)
+    def answer(item_id: str, index: int) -> str:
+        rng, right = _rng(seed, item_id, index), truth(item_id)
         if rng.random() < accuracy:
             return right
         return rng.choice([choice for choice in RESOLUTION_CHOICES if choice != right])
@@ -102,8 +105,8 @@ def resolver(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
 
 
 def screener(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
-    def answer(item_id: str, user_id: int) -> str:
-        rng, right = _rng(seed, item_id, user_id), truth(item_id)
+    def answer(item_id: str, index: int) -> str:
+        rng, right = _rng(seed, item_id, index), truth(item_id)
         if rng.random() < accuracy:
             return right
         return rng.choice(SCREENING_REASONS) if right == VALID else VALID
@@ -133,6 +136,7 @@ def work_through(
     """The annotators take turns asking for their next task and voting on it, until the stream serves
     none of them anything; `settle(task_id)` runs after every vote (what a webhook would do)."""
     work = Work({session.account.email: 0 for session in sessions})
+    cast: Counter[str] = Counter()
     active = list(sessions)
     while active:
         for session in list(active):
@@ -140,7 +144,9 @@ def work_through(
             if task is None:
                 active.remove(session)
                 continue
-            session.vote(task, answer(task["data"]["item_id"], session.account.user_id), from_name)
+            item_id = task["data"]["item_id"]
+            session.vote(task, answer(item_id, cast[item_id]), from_name)
+            cast[item_id] += 1
             work.votes[session.account.email] += 1
             settle(int(task["id"]))
     return work

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from annotation.settings import Settings
 from annotation.simulate import AnnotatorSession, resolver
 from annotation.tasks import resolution_task, simulated_truth
 from knowref60k.core.console import make_console
+from knowref60k.core.errors import ServiceUnavailable
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, decide_stage
 
@@ -115,16 +117,26 @@ def push_and_collect(settings: Settings, items: int, scratch: Path) -> dict[str,
     return results
 
 
-def annotator_loop(session: AnnotatorSession, project: int, deadline: float, posted: list[int]) -> None:
-    """Next task, vote, until the stream serves nothing or time is up; every posted annotation's id kept."""
+def annotator_loop(
+    session: AnnotatorSession, project: int, deadline: float, posted: list[int], timeouts: list[str]
+) -> None:
+    """Next task, vote, until the stream serves nothing or time is up; every posted annotation's id kept.
+    A request the busy server does not answer in time is counted and tried again, as a person would
+    reload the page (a vote whose answer never came may or may not be stored: counted apart)."""
     answer = resolver(simulated_truth(0), 0.9, 0)
     while time.monotonic() < deadline:
-        task = session.next_task(project)
+        try:
+            task = session.next_task(project)
+        except ServiceUnavailable:
+            timeouts.append("next")
+            continue
         if task is None:
             return
-        posted.append(
-            session.vote(task, answer(task["data"]["item_id"], session.account.user_id), "referent")
-        )
+        choice = answer(task["data"]["item_id"], len(posted))  # any index: the load needs no reproducibility
+        try:
+            posted.append(session.vote(task, choice, "referent"))
+        except ServiceUnavailable:
+            timeouts.append("vote")
 
 
 def load(
@@ -138,9 +150,10 @@ def load(
         accounts = create_accounts(client, "resolver", annotators, "load-")
     sessions = [AnnotatorSession(settings, account) for account in accounts]
     posted: list[list[int]] = [[] for _ in sessions]
+    timeouts: list[str] = []
     deadline = time.monotonic() + seconds
     threads = [
-        threading.Thread(target=annotator_loop, args=(s, project, deadline, p))
+        threading.Thread(target=annotator_loop, args=(s, project, deadline, p, timeouts))
         for s, p in zip(sessions, posted, strict=True)
     ]
     for thread in threads:
@@ -157,7 +170,7 @@ def load(
         closed += final["closed_tasks"][RESOLUTION]["closed"]
     for session in sessions:
         session.close()
-    return check_load(out, posted, final, collects, closed, seconds)
+    return {**check_load(out, posted, final, collects, closed, seconds), "timeouts": dict(Counter(timeouts))}
 
 
 def check_load(
@@ -175,6 +188,8 @@ def check_load(
         "votes_posted": len(cast),
         "votes_collected": len(collected),
         "votes_lost": len(cast - collected),
+        # Collected but never confirmed to their annotator: the answer to the vote timed out.
+        "votes_unconfirmed": len(collected - cast),
         "refused": final["refused_votes"],
         "collects_while_voting": collects,
         "tasks_closed_by_the_pipeline": closed,

@@ -5,9 +5,10 @@ the original sentences -> resolution of the renamed ones -> votes -> release.
 
 Simulated screeners answer from the hand-judged gold set (`data/eval/`), right with the given accuracy;
 simulated resolvers answer a seeded coin per item. Both take their tasks from Label Studio's labelling
-stream, and every vote is settled at once, so decided tasks leave the queue. The release it cuts says in
-its first lines that its votes are simulated; the demo prints how many of its items are valid problems
-by the gold set, and what they cost in votes.
+stream, and every vote is settled at once, so decided tasks leave the queue. The k-th vote on an item is
+drawn from (--seed, item, k), whichever account Label Studio serves it to: the same seed gives the same
+votes. The release it cuts says in its first lines that its votes are simulated; the demo prints how many
+of its items are valid problems by the gold set, and what they cost in votes.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def demo_flow(
     screener_accuracy: float = 0.9,
     resolver_accuracy: float = 0.9,
     config_path: str | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
     out = Path(out_dir)
     settings = demo_settings(load_settings(create=True))
@@ -70,11 +72,11 @@ def demo_flow(
     answers = gold_answers(items)
     pushed = push(settings, items, config)
     truth = {**answers, **control_answers(config.controls)}
-    screened = simulate(settings, SCREENING, SCREENERS, screener_accuracy, config, truth)
+    screened = simulate(settings, SCREENING, SCREENERS, screener_accuracy, config, truth, seed)
     votes_dir = str(out / "annotation")
     collected = collect_votes(settings, votes_dir, config)
     promoted = promote(settings, items, collected["votes_path"], config)
-    resolved = simulate(settings, RESOLUTION, RESOLVERS, resolver_accuracy, config)
+    resolved = simulate(settings, RESOLUTION, RESOLVERS, resolver_accuracy, config, seed=seed)
     collected = collect_votes(settings, votes_dir, config)
     version = f"demo-{file_sha256(Path(collected['votes_path']))[:8]}"
     releases = out / "releases"
@@ -117,12 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--screener-accuracy", type=float, default=0.9)
     parser.add_argument("--resolver-accuracy", type=float, default=0.9)
     parser.add_argument("--config", default=None, help="TOML file with a [labelling] table")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated annotators' answers")
     args = parser.parse_args(argv)
     console = make_console()
     if missing_inputs(console, args.dumps, "dump(s)"):
         return 2
     try:
-        result = demo_flow(args.dumps, args.out, args.screener_accuracy, args.resolver_accuracy, args.config)
+        result = demo_flow(
+            args.dumps, args.out, args.screener_accuracy, args.resolver_accuracy, args.config, args.seed
+        )
     except UserError as error:
         print_error(console, error)
         return 2

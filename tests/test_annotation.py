@@ -110,7 +110,7 @@ def test_simulated_annotators_are_pinned() -> None:
         "antecedent1", "antecedent2", "antecedent2", "antecedent2", "antecedent1", "antecedent1"
     ]  # fmt: skip
     answer = resolver(truth, 0.8, 3)
-    assert [answer("item-00000", user) for user in range(1, 11)] == [
+    assert [answer("item-00000", index) for index in range(1, 11)] == [
         "antecedent1", "antecedent1", "antecedent1", "antecedent1", "neither",
         "antecedent1", "antecedent2", "antecedent1", "antecedent1", "antecedent1",
     ]  # fmt: skip
