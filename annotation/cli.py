@@ -59,11 +59,15 @@ def push(items: ItemsArgument, config: ConfigOption = None) -> None:
         settings = load_settings()
         labelling = _config(config)
         with LabelStudioClient(settings) as client:
-            report = push_new(client, items, labelling)
-    typer.echo(
-        f"{first_stage(labelling)}: {report.items:,} tasks offered, {report.pushed:,} imported, "
-        f"{report.already_there:,} already there; {report.tasks_in_project:,} tasks in the project"
-    )
+            reports = push_new(client, items, labelling)
+    for stage, report in reports.items():
+        unscreened = (
+            " (validity score high enough to skip screening)" if stage != first_stage(labelling) else ""
+        )
+        typer.echo(
+            f"{stage}{unscreened}: {report.items:,} tasks offered, {report.pushed:,} imported, "
+            f"{report.already_there:,} already there; {report.tasks_in_project:,} tasks in the project"
+        )
 
 
 @annotate_app.command()

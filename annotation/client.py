@@ -260,5 +260,6 @@ def _with_priority(task: dict[str, Any], item: Mapping[str, Any]) -> dict[str, A
 
 
 def read_items(paths: Iterable[Path], columns: list[str] = ITEM_COLUMNS) -> Iterator[dict[str, Any]]:
+    """The items' task fields, and their validity score where the file has one."""
     for path in paths:
-        yield from read_rows(path, columns, "items")
+        yield from read_rows(path, columns, "items", optional=[SCORE_COLUMN])

@@ -30,17 +30,24 @@ def first_stage(config: LabellingConfig) -> str:
     return SCREENING if config.screening else RESOLUTION
 
 
-def push_new(client: LabelStudioClient, item_paths: Iterable[Path], config: LabellingConfig) -> PushReport:
+def push_new(
+    client: LabelStudioClient, item_paths: Iterable[Path], config: LabellingConfig
+) -> dict[str, PushReport]:
     """New items into the first stage (screening, unless it is off), with control items making up
-    `control_share` of the tasks (drawn the same way on every push, so a repeated push adds none)."""
-    stage = first_stage(config)
+    `control_share` of the tasks (drawn the same way on every push, so a repeated push adds none). Items
+    whose validity score is high enough to skip screening go straight to resolution."""
     items = list(read_items(item_paths))
+    skipping = [row for row in items if config.skips_screening(row.get("validity_score"))]
+    stage = first_stage(config)
+    screened = [row for row in items if not config.skips_screening(row.get("validity_score"))]
     controls = [row for path in config.controls for row in load_controls(Path(path))]
     drawn = draw_controls(
-        controls, stage, len(items), config.control_share, (row["sentence"] for row in items), ORDER_SEED
+        controls, stage, len(screened), config.control_share, (row["sentence"] for row in items), ORDER_SEED
     )
-    report = client.push(chain(items, drawn), stage, rule_of(config, stage).limit, ORDER_SEED)
-    return report
+    reports = {stage: client.push(chain(screened, drawn), stage, rule_of(config, stage).limit, ORDER_SEED)}
+    if skipping:
+        reports[RESOLUTION] = client.push(skipping, RESOLUTION, config.resolution_rule.limit, ORDER_SEED)
+    return reports
 
 
 def screened_valid(votes_path: Path, config: LabellingConfig) -> set[str]:

@@ -8,7 +8,8 @@ whole process tree (sampled from /proc), the same for a 100k-line prefix (memory
 input size), and the funnel. Results go to output/bench/bench.json, the candidates of the whole file
 to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gold set's source file the
 candidates are also judged by the Reddit gold set (data/eval): precision, yield, and that none is unjudged.
-The whole file is extracted a second time with the surface pre-filter off: the candidates must be the same.
+The whole file is extracted a second time with the surface pre-filter off: the candidates must be the same;
+and, alternating with the timed runs, without the validity score stage: the score may add at most 10%.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -39,6 +40,7 @@ from knowref60k.extract.gold import gold_metadata, load_gold, score_candidates
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor
 from knowref60k.extract.records import LineBatch
+from knowref60k.extract.scorer_data import UNSCORED_STAGES
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
 
@@ -148,10 +150,12 @@ class Run:
         )
 
 
-def extract(path: Path, out: Path, workers: int, config: ExtractConfig | None = None) -> Run:
+def extract(
+    path: Path, out: Path, workers: int, config: ExtractConfig | None = None, stages: Sequence[Any] = STAGES
+) -> Run:
     with PeakMemory() as memory:
         started = time.perf_counter()
-        with Extractor(config or ExtractConfig(), workers=workers) as extractor:
+        with Extractor(config or ExtractConfig(), workers=workers, stages=stages) as extractor:
             report = extractor.extract_file(path, out)
         seconds = time.perf_counter() - started
     return Run(path.name, report.stats["read"].total, seconds, memory.peak, report.rows, report.stats)
@@ -233,11 +237,14 @@ def main() -> int:
         small = extract(prefix, work / "small", args.workers)
         console.print(f"extraction of {args.input.name} with {args.workers} workers ...")
         candidates_dir = args.out / "candidates"
-        runs = []
-        for _ in range(args.repeat):
+        runs, unscored_runs = [], []
+        for _ in range(args.repeat):  # alternated, so that a slow spell of the machine hits both
             shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
             runs.append(extract(args.input, candidates_dir, args.workers))
+            shutil.rmtree(work / "unscored", ignore_errors=True)
+            unscored_runs.append(extract(args.input, work / "unscored", args.workers, stages=UNSCORED_STAGES))
         full = min(runs, key=lambda run: run.seconds)
+        unscored = min(unscored_runs, key=lambda run: run.seconds)
         median_seconds = median(run.seconds for run in runs)
         console.print(f"extraction of {args.input.name} without the surface pre-filter ...")
         unfiltered = extract(
@@ -266,6 +273,11 @@ def main() -> int:
         "stage_seconds_on_prefix": {name: round(seconds, 2) for name, seconds in shares.items()},
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
         "without_surface_prefilter": {**unfiltered.to_dict(), "same_candidates": same},
+        "without_validity_score": {
+            **unscored.to_dict(),
+            "runs_seconds": [round(run.seconds, 2) for run in unscored_runs],
+            "ratio_with_score": round(full.seconds / unscored.seconds, 3),
+        },
         "funnel": full.stats.to_dict(),
     }
     quality = gold_check(args.input, candidates_dir)
@@ -302,7 +314,18 @@ def main() -> int:
         f"without the surface pre-filter: {unfiltered.describe()}; "
         f"speed-up from the pre-filter {unfiltered.seconds / full.seconds:.2f}x"
     )
+    console.print(
+        f"without the validity score (best of {len(unscored_runs)}): {unscored.describe()}; with it "
+        f"{full.seconds / unscored.seconds:.3f}x the time"
+    )
     checks = targets(small, full, small_base, base)
+    checks.append(
+        (
+            "the validity score adds at most 10% (issue 29)",
+            full.seconds <= 1.10 * unscored.seconds,
+            f"{full.seconds / unscored.seconds - 1:+.1%}",
+        )
+    )
     checks.append(
         ("same candidates with the surface pre-filter on and off", same, "identical" if same else "DIFFERENT")
     )

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from prefect import flow, task
 
 from annotation.settings import demo_settings, load_settings
-from flows.common import missing_inputs
+from flows.common import RunSettings, missing_inputs
 from flows.labelling import collect_votes, promote, push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
 from flows.release import cut_release
@@ -30,7 +30,6 @@ from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
-from knowref60k.labelling.config import load_labelling_config
 from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
@@ -65,8 +64,9 @@ def demo_flow(
 ) -> dict[str, Any]:
     out = Path(out_dir)
     settings = demo_settings(load_settings(create=True))
-    config = load_labelling_config(Path(config_path) if config_path else None)
-    pipeline = pipeline_flow(dumps, str(out))
+    run_settings = RunSettings.load(config_path)
+    config = run_settings.labelling
+    pipeline = pipeline_flow(dumps, str(out), settings=run_settings)
     start_label_studio(settings)
     items = [report["items_path"] for report in pipeline["prepare"]["files"]]
     answers = gold_answers(items)
@@ -83,7 +83,7 @@ def demo_flow(
     release = (
         {"path": str(releases / version), "reused": True}
         if (releases / version).exists()
-        else cut_release(str(out), collected["votes_path"], version, str(releases), config_path=config_path)
+        else cut_release(str(out), collected["votes_path"], version, str(releases), labelling=config)
     )
     return {
         "pipeline": pipeline,

@@ -12,7 +12,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 
 from flows.common import RETRIES
-from knowref60k.core.config import load_config
+from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import merge_stats
 from knowref60k.extract.extractor import Extractor, check_distinct_outputs
@@ -20,11 +20,10 @@ from knowref60k.extract.extractor import Extractor, check_distinct_outputs
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="extract {path}")
 def extract_file(
-    path: str, out_dir: str, config_path: str | None, workers: int, input_format: str
+    path: str, out_dir: str, settings: ExtractConfig, workers: int, input_format: str
 ) -> dict[str, Any]:
     """Extract one file with the library; returns paths and counts only (never the rows)."""
     logger = get_run_logger()
-    settings = load_config(Path(config_path) if config_path else None)
     with Extractor(settings, workers=workers) as extractor:
         report = extractor.extract_file(Path(path), Path(out_dir), input_format)
     state = "skipped: already done with this config" if report.skipped else f"{report.seconds:.1f} s"
@@ -44,13 +43,14 @@ def extract_file(
 def extract_flow(
     inputs: list[str],
     out_dir: str,
-    config_path: str | None = None,
+    config: ExtractConfig | None = None,
     workers: int = 2,
     input_format: str = "auto",
 ) -> dict[str, Any]:
     """Extract every input file in turn (each task already uses all worker processes)."""
     check_distinct_outputs([Path(path) for path in inputs])
-    reports = [extract_file(path, out_dir, config_path, workers, input_format) for path in inputs]
+    settings = config or ExtractConfig()
+    reports = [extract_file(path, out_dir, settings, workers, input_format) for path in inputs]
     funnel = merge_stats(Path(report["stats_path"]) for report in reports)
     funnel_path = Path(out_dir) / "funnel.json"
     write_json_atomic(funnel_path, {"inputs": [r["source"] for r in reports], "stats": funnel.to_dict()})

@@ -16,6 +16,7 @@ from annotation.server import Server
 from annotation.settings import Settings
 from flows.common import RETRIES
 from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import RESOLUTION
 
 
 @task
@@ -27,12 +28,14 @@ def start_label_studio(settings: Settings) -> str:
 def push(settings: Settings, items: list[str], config: LabellingConfig) -> dict[str, Any]:
     """New items (and their share of control items) into the first stage."""
     with LabelStudioClient(settings) as client:
-        report = operations.push_new(client, [Path(p) for p in items], config)
+        reports = operations.push_new(client, [Path(p) for p in items], config)
+    first = reports[operations.first_stage(config)]
     return {
         "stage": operations.first_stage(config),
-        "pushed": report.pushed,
-        "already_there": report.already_there,
-        "tasks": report.tasks_in_project,
+        "pushed": first.pushed,
+        "already_there": first.already_there,
+        "tasks": first.tasks_in_project,
+        "unscreened": reports[RESOLUTION].pushed if RESOLUTION in reports else 0,
     }
 
 

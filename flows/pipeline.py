@@ -16,7 +16,7 @@ from typing import Any
 from prefect import flow
 
 from annotation.settings import load_settings
-from flows.common import missing_inputs, worker_count
+from flows.common import RunSettings, missing_inputs, worker_count
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
@@ -33,11 +33,14 @@ def pipeline_flow(
     config_path: str | None = None,
     workers: int = 2,
     input_format: str = "auto",
+    settings: RunSettings | None = None,
 ) -> dict[str, Any]:
+    """The config file is read once here (or `settings` given by a caller that read it)."""
     out = Path(out_dir)
-    extracted = extract_flow(inputs, str(out / "candidates"), config_path, workers, input_format)
+    settings = settings or RunSettings.load(config_path)
+    extracted = extract_flow(inputs, str(out / "candidates"), settings.extract, workers, input_format)
     candidates = [report["candidates_path"] for report in extracted["files"]]
-    prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), config_path)
+    prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), settings.prepare)
     return {"extract": extracted, "prepare": prepared}
 
 
@@ -105,7 +108,8 @@ def annotation_flow(items: list[str], screeners: int, resolvers: int, config_pat
     pushed = push(settings, items, config)
     console.print(
         f"Label Studio: {pushed['pushed']:,} tasks imported into {pushed['stage']}, "
-        f"{pushed['already_there']:,} already there, {pushed['tasks']:,} in the project"
+        f"{pushed['already_there']:,} already there, {pushed['tasks']:,} in the project; "
+        f"{pushed['unscreened']:,} the validity model is sure of went straight to resolution"
     )
     for role, count in (("screener", screeners), ("resolver", resolvers)):
         accounts = ensure_annotators(settings, role, count)

@@ -11,17 +11,16 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 
 from flows.common import RETRIES
-from knowref60k.core.config import load_prepare_config
+from knowref60k.core.config import PrepareConfig
 from knowref60k.core.io import write_json_atomic
 from knowref60k.prepare.preparer import Preparer, prepare_stats
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="prepare {candidates_path}")
 def prepare_file(
-    candidates_path: str, out_dir: str, index_path: str, config_path: str | None
+    candidates_path: str, out_dir: str, index_path: str, settings: PrepareConfig
 ) -> dict[str, Any]:
     """Items of one candidates file; returns paths and counts only."""
-    settings = load_prepare_config(Path(config_path) if config_path else None)
     with Preparer(settings, Path(index_path)) as preparer:
         report = preparer.prepare_file(Path(candidates_path), Path(out_dir))
     state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
@@ -38,10 +37,11 @@ def prepare_file(
 
 @flow(name="prepare-items")
 def prepare_flow(
-    candidates: list[str], out_dir: str, index_path: str | None = None, config_path: str | None = None
+    candidates: list[str], out_dir: str, index_path: str | None = None, config: PrepareConfig | None = None
 ) -> dict[str, Any]:
     index = index_path or str(Path(out_dir) / "dedup-index.sqlite")
-    reports = [prepare_file(path, out_dir, index, config_path) for path in candidates]
+    settings = config or PrepareConfig()
+    reports = [prepare_file(path, out_dir, index, settings) for path in candidates]
     total = prepare_stats()
     for report in reports:
         total.merge(type(total).from_dict(report["stats"]))

@@ -17,7 +17,7 @@ from annotation.settings import load_settings
 from flows.labelling import collect_votes
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
-from knowref60k.labelling.config import load_labelling_config
+from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.release.build import build_release
 from knowref60k.release.config import ReleaseConfig
 
@@ -30,15 +30,14 @@ def cut_release(
     releases_dir: str,
     overlap_index: str | None = None,
     debias: str | None = None,
-    config_path: str | None = None,
+    labelling: LabellingConfig | None = None,
 ) -> dict[str, Any]:
     audit = None
     if overlap_index:
         from knowref60k.overlap.audit import OverlapAudit
 
         audit = OverlapAudit.load(Path(overlap_index))
-    labelling = load_labelling_config(Path(config_path) if config_path else None)
-    config = ReleaseConfig(labelling, debias=debias)
+    config = ReleaseConfig(labelling or LabellingConfig(), debias=debias)
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), config, audit)
     return {
         "path": str(made.path),
@@ -64,7 +63,7 @@ def release_flow(
     labelling = load_labelling_config(Path(config_path) if config_path else None)
     collected = collect_votes(load_settings(), votes_dir, labelling)
     return cut_release(
-        run_dir, collected["votes_path"], version, releases_dir, overlap_index, debias, config_path
+        run_dir, collected["votes_path"], version, releases_dir, overlap_index, debias, labelling
     )
 
 

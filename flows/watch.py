@@ -10,20 +10,13 @@ from typing import Any
 import orjson
 from prefect import flow, get_run_logger
 
+from flows.common import RunSettings
 from flows.labelling import push
 from flows.pipeline import pipeline_flow
 from flows.release import release_flow
-from knowref60k.core.config import load_config, load_prepare_config
 from knowref60k.ingest.ledger import Ledger
-from knowref60k.labelling.config import load_labelling_config
 
 DUMP_PATTERNS = ("RC_*.zst", "RC_*.ndjson")
-
-
-def config_hash(config_path: str | None) -> str:
-    path = Path(config_path) if config_path else None
-    extract, prepare = load_config(path), load_prepare_config(path)
-    return f"{extract.fingerprint(str(extract.model), '')}-{prepare.fingerprint()}"
 
 
 @flow(name="watch-dumps")
@@ -33,7 +26,8 @@ def watch_flow(
     """Extract, prepare (and push) every dump of `dumps_dir` the ledger says is not done yet."""
     logger = get_run_logger()
     ledger = Ledger(Path(out_dir) / "ledger.sqlite")
-    settings_hash = config_hash(config_path)
+    settings = RunSettings.load(config_path)
+    settings_hash = settings.fingerprint()
     dumps = [path for pattern in DUMP_PATTERNS for path in Path(dumps_dir).glob(pattern)]
     todo = ledger.pending(dumps, settings_hash)
     logger.info("%d dumps in %s, %d to process", len(dumps), dumps_dir, len(todo))
@@ -41,12 +35,13 @@ def watch_flow(
     for dump in todo:
         ledger.start(dump, settings_hash)
         try:
-            result = pipeline_flow([str(dump.path)], out_dir, config_path)
+            result = pipeline_flow([str(dump.path)], out_dir, settings=settings)
             if push_items:
                 from annotation.settings import load_settings
 
-                labelling = load_labelling_config(Path(config_path) if config_path else None)
-                push(load_settings(), [f["items_path"] for f in result["prepare"]["files"]], labelling)
+                push(
+                    load_settings(), [f["items_path"] for f in result["prepare"]["files"]], settings.labelling
+                )
         except Exception as error:  # recorded in the ledger and retried on the next run
             ledger.finish(dump, settings_hash, f"{type(error).__name__}: {error}")
             outcomes[dump.path.name] = "failed"

@@ -151,6 +151,7 @@ def test_the_extraction_funnel_is_the_stage_list() -> None:
         "connective",
         "antecedent",
         "language",
+        "validity",
     ]
     assert len(set(names)) == len(names)
     assert all(stage.unit for stage in STAGES)

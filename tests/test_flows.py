@@ -30,6 +30,7 @@ from flows.prepare import prepare_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
@@ -58,6 +59,7 @@ FUNNEL = {
     "connective": (6, 6, {}),
     "antecedent": (6, 6, {}),
     "language": (6, 6, {}),
+    "validity": (6, 6, {}),
 }
 
 
@@ -106,7 +108,10 @@ def use_project(monkeypatch: pytest.MonkeyPatch, settings: Settings, project: st
 
 
 def item_ids(run: dict[str, Any]) -> list[str]:
-    paths = [Path(report["items_path"]) for report in run["prepare"]["files"]]
+    return item_ids_of([Path(report["items_path"]) for report in run["prepare"]["files"]])
+
+
+def item_ids_of(paths: list[Path]) -> list[str]:
     return sorted(item["candidate_id"] for item in read_items(paths))
 
 
@@ -201,14 +206,23 @@ def test_push_flow_imports_each_item_once(
 
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows push")
     items = [report["items_path"] for report in run["prepare"]["files"]]
+    # Items the validity model is sure of go to resolution unscreened; the fixture has both kinds.
+    config = LabellingConfig()
+    scores = {i["candidate_id"]: i["validity_score"] for i in read_items(map(Path, items))}
+    sure = sorted(item for item, score in scores.items() if config.skips_screening(score))
+    assert 0 < len(sure) < 6
+    screened = 6 - len(sure)
     # Six items: 5% of controls would be a third of one task, so none.
-    assert push_flow(items) == {"stage": SCREENING, "pushed": 6, "already_there": 0, "tasks": 6}
+    expected = {"stage": SCREENING, "pushed": screened, "already_there": 0, "tasks": screened}
+    assert push_flow(items) == {**expected, "unscreened": len(sure)}
     capsys.readouterr()
     assert main(["push", *items]) == 0
-    assert "screening: 0 imported, 6 already there" in words(capsys.readouterr().out)
+    assert f"screening: 0 imported, {screened} already there" in words(capsys.readouterr().out)
     with LabelStudioClient(settings) as client:
-        tasks = client.export(client.existing_project(SCREENING))
-    assert sorted(task["data"]["item_id"] for task in tasks) == item_ids(run)
+        screening = client.export(client.existing_project(SCREENING))
+        resolution = client.export(client.existing_project(RESOLUTION))
+    assert sorted(task["data"]["item_id"] for task in resolution) == sure
+    assert sorted(task["data"]["item_id"] for task in screening + resolution) == item_ids(run)
 
 
 def vote_all(settings: Settings, stage: str, role: str, count: int, answer: Any, prefix: str = "") -> int:
@@ -288,7 +302,7 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from flows.release import main, release_flow
+    from flows.release import release_flow
 
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows release")
     screened_and_pushed(run, settings)
@@ -301,7 +315,10 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     assert len(kept) == KEPT_BY_TRUTH
 
     votes_dir, releases = tmp_path / "annotation", tmp_path / "releases"
-    made = release_flow("v1", str(run["dir"]), str(votes_dir), str(releases))
+    # Every item was screened here: no score lets one skip screening (push and the demo test that).
+    config = tmp_path / "screen-all.toml"
+    config.write_text("[labelling]\nskip_screening_above = 2.0\n")
+    made = release_flow("v1", str(run["dir"]), str(votes_dir), str(releases), config_path=str(config))
     release = releases / "v1"
     assert made["path"] == str(release) and made["simulated"] is False
     assert made["agreement"]["items"] == {"kept": len(kept), "rejected_ambiguous": 6 - len(kept)}
@@ -310,6 +327,7 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
         "screened_valid": 6,
         "screened_out": {},
         "pending": 0,
+        "skipped_by_score": 0,
     }
     assert made["splits"] == RELEASE_SPLITS and sum(made["splits"].values()) == len(kept)
     assert pq.read_table(votes_dir / "votes.parquet").num_rows == 36
@@ -326,30 +344,72 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     assert manifest["version"] == "v1" and manifest["splits"] == RELEASE_SPLITS
     assert manifest["labelling"]["votes"] == {"screening": 6, "resolution": 30, "control": 0}
 
+    refuses_the_same_version_and_aflite_on_too_few(release, run, votes_dir, capsys)
+
+
+def refuses_the_same_version_and_aflite_on_too_few(
+    release: Path, run: dict[str, Any], votes_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Through the command line: an existing version is refused and left as it was; `--debias` reaches
+    the release, which is too small for AFLite and says so."""
+    from flows.release import main
+
     before = snapshot(release)
     capsys.readouterr()
-    argv = [
-        "--version",
-        "v1",
-        "--run",
-        str(run["dir"]),
-        "--votes-dir",
-        str(votes_dir),
-        "--out",
-        str(releases),
-    ]
+    argv = ["--version", "v1", "--run", str(run["dir"]), "--votes-dir", str(votes_dir)]
+    argv += ["--out", str(release.parent)]
     assert main(argv) == 2
     printed = words(capsys.readouterr().out)
     assert "error: release v1 exists at" in printed and "never overwritten, pick a new version" in printed
     assert snapshot(release) == before
-
-    # --debias reaches the release through the flow: this release is too small for AFLite, and says so
     assert main([*argv[:1], "v2", *argv[2:], "--debias", "ngrams"]) == 2
     printed = words(capsys.readouterr().out)
-    assert "AFLite cannot run" in printed and not (releases / "v2").exists()
+    assert "AFLite cannot run" in printed and not (release.parent / "v2").exists()
 
 
 # ---- the demo: the whole loop with simulated annotators ----
+
+
+def check_the_loop(result: dict[str, Any]) -> tuple[list[str], int]:
+    """The demo's two stages: items the validity model is sure of skip screening, the rest are screened
+    once; the screened valid ones and the skipped ones are resolved. Returns the resolved items and how
+    many the 4-of-5 rule keeps, counted here from the resolution votes themselves."""
+    items = [Path(f["items_path"]) for f in result["pipeline"]["prepare"]["files"]]
+    config = LabellingConfig()
+    sure = sorted(i["candidate_id"] for i in read_items(items) if config.skips_screening(i["validity_score"]))
+    first = 6 - len(sure)
+    pushed = {
+        "stage": SCREENING,
+        "pushed": first,
+        "already_there": 0,
+        "tasks": first,
+        "unscreened": len(sure),
+    }
+    assert result["pushed"] == pushed
+    votes = result["votes"]
+    # The handmade sentences are not in the gold set: screeners call them valid unless they err.
+    all_votes = pq.read_table(votes["votes_path"]).to_pylist()
+    screened = {v["item_id"]: v["choice"] for v in all_votes if v["stage"] == SCREENING}
+    assert sorted(screened) == sorted(set(item_ids_of(items)) - set(sure))
+    assert result["votes_cast"][SCREENING] == first
+    screened_valid = sorted(item for item, choice in screened.items() if choice == "valid")
+    promoted = len(screened_valid)
+    assert result["promoted"] == {
+        "screened_valid": promoted,
+        "pushed": promoted,
+        "tasks": promoted + len(sure),
+    }
+    assert votes["votes_by_stage"] == {SCREENING: first, RESOLUTION: result["votes_cast"][RESOLUTION]}
+    assert votes["simulated_votes"] == votes["votes"] and votes["refused_votes"] == {}
+    by_item: dict[str, list[str]] = {}
+    for vote in sorted(all_votes, key=lambda v: v["created_at"]):
+        if vote["stage"] == RESOLUTION:
+            by_item.setdefault(vote["item_id"], []).append(vote["choice"])
+    assert sorted(by_item) == sorted([*screened_valid, *sure])
+    kept = sum(
+        1 for cast in by_item.values() if max(cast.count("antecedent1"), cast.count("antecedent2")) >= 4
+    )
+    return sorted(by_item), kept
 
 
 @pytest.mark.integration
@@ -374,28 +434,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     # every setting came from the environment: the repo's .env is neither written nor changed
     assert (ENV_FILE.read_bytes() if ENV_FILE.exists() else None) == env_file_before
     assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6
-    assert result["pushed"] == {"stage": SCREENING, "pushed": 6, "already_there": 0, "tasks": 6}
-    votes = result["votes"]
-    # The handmade sentences are not in the gold set: screeners call them valid unless they err.
-    screened = {
-        v["item_id"]: v["choice"]
-        for v in pq.read_table(votes["votes_path"]).to_pylist()
-        if v["stage"] == SCREENING
-    }
-    assert len(screened) == 6 and result["votes_cast"][SCREENING] == 6
-    valid = sorted(item for item, choice in screened.items() if choice == "valid")
-    assert result["promoted"] == {"screened_valid": len(valid), "pushed": len(valid), "tasks": len(valid)}
-    assert votes["votes_by_stage"] == {SCREENING: 6, RESOLUTION: result["votes_cast"][RESOLUTION]}
-    assert votes["simulated_votes"] == votes["votes"] and votes["refused_votes"] == {}
-    # What the rule keeps, counted here from the resolution votes themselves.
-    by_item: dict[str, list[str]] = {}
-    for vote in sorted(pq.read_table(votes["votes_path"]).to_pylist(), key=lambda v: v["created_at"]):
-        if vote["stage"] == RESOLUTION:
-            by_item.setdefault(vote["item_id"], []).append(vote["choice"])
-    assert sorted(by_item) == valid
-    expected = sum(
-        1 for cast in by_item.values() if max(cast.count("antecedent1"), cast.count("antecedent2")) >= 4
-    )
+    valid, expected = check_the_loop(result)
 
     release = Path(result["release"]["path"])
     assert release.parent == out / "releases" and release.name.startswith("demo-")
@@ -565,6 +604,27 @@ def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
     assert sum(s["language"]["out"] for s in stats) == 6
 
 
+def check_deployments(api_url: str, found: dict[str, dict[str, Any]], dumps: Path, out: Path) -> None:
+    """The three deployments of `make serve`: their flows, parameters and schedules."""
+    assert sorted(found) == ["labelling-sync", "monthly-release-candidate", "watch-dumps"]
+    flows = {d["name"]: api_get(api_url, f"/flows/{d['flow_id']}")["name"] for d in found.values()}
+    assert flows == {
+        "watch-dumps": "watch-dumps",
+        "labelling-sync": "labelling-sync",
+        "monthly-release-candidate": "release-candidate",
+    }
+    watch, monthly, sync = found["watch-dumps"], found["monthly-release-candidate"], found["labelling-sync"]
+    assert sync["parameters"] == {"items_dir": str(out / "items")}
+    assert [s["schedule"]["interval"] for s in sync["schedules"]] == [120.0]
+    assert watch["parameters"] == {"dumps_dir": str(dumps), "out_dir": str(out)}
+    assert monthly["parameters"] == {"run_dir": str(out)}
+    assert [s["schedule"]["interval"] for s in watch["schedules"]] == [3600.0]
+    assert [s["schedule"]["cron"] for s in monthly["schedules"]] == ["0 6 2 * *"]
+    # No timezone given: the server computes cron dates in UTC, as the docs say (06:00 UTC).
+    assert monthly["schedules"][0]["schedule"]["timezone"] in (None, "UTC")
+    assert all(s["active"] for s in [*watch["schedules"], *monthly["schedules"]])
+
+
 @pytest.mark.integration
 def test_serve_starts_a_server_and_registers_the_scheduled_deployments(tmp_path: Path) -> None:
     """flows.serve has no option for its port (4200, fixed): the test sets the module's PORT and API to a
@@ -601,27 +661,7 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(tmp_path:
                 return found if len(found) == 3 else []
 
             found = {d["name"]: d for d in wait_for(deployments, 180, "three deployments")}
-            assert sorted(found) == ["labelling-sync", "monthly-release-candidate", "watch-dumps"]
-            flows = {d["name"]: api_get(api_url, f"/flows/{d['flow_id']}")["name"] for d in found.values()}
-            assert flows == {
-                "watch-dumps": "watch-dumps",
-                "labelling-sync": "labelling-sync",
-                "monthly-release-candidate": "release-candidate",
-            }
-            watch, monthly, sync = (
-                found["watch-dumps"],
-                found["monthly-release-candidate"],
-                found["labelling-sync"],
-            )
-            assert sync["parameters"] == {"items_dir": str(out / "items")}
-            assert [s["schedule"]["interval"] for s in sync["schedules"]] == [120.0]
-            assert watch["parameters"] == {"dumps_dir": str(dumps), "out_dir": str(out)}
-            assert monthly["parameters"] == {"run_dir": str(out)}
-            assert [s["schedule"]["interval"] for s in watch["schedules"]] == [3600.0]
-            assert [s["schedule"]["cron"] for s in monthly["schedules"]] == ["0 6 2 * *"]
-            # No timezone given: the server computes cron dates in UTC, as the README says (06:00 UTC).
-            assert monthly["schedules"][0]["schedule"]["timezone"] in (None, "UTC")
-            assert all(s["active"] for s in [*watch["schedules"], *monthly["schedules"]])
+            check_deployments(api_url, found, dumps, out)
             assert f"Prefect UI: http://127.0.0.1:{port}" in log.read_text()
             # Ctrl-C: serving stops; the server, started in a session of its own, keeps running.
             assert stop_group(process.pid, signal.SIGINT), "flows.serve did not stop on SIGINT"

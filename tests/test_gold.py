@@ -15,12 +15,15 @@ from knowref60k.extract.gold import (
     REASONS,
     GoldItem,
     gold_metadata,
+    heldout_by_subreddit,
     judge,
     load_gold,
 )
 from knowref60k.extract.pool import POOL_FIELDS
 
 GOLD_FIELDS = set(POOL_FIELDS) | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
+# Items added since carry every person named before the connective (their offsets).
+ADDED_FIELDS = GOLD_FIELDS | {"people"}
 
 
 def test_every_line_has_the_documented_fields_and_consistent_offsets() -> None:
@@ -28,7 +31,9 @@ def test_every_line_has_the_documented_fields_and_consistent_offsets() -> None:
     assert len(records) >= 400
     assert len({record["candidate_id"] for record in records}) == len(records)
     for record in records:
-        assert set(record) == GOLD_FIELDS, record["candidate_id"]
+        assert set(record) in (GOLD_FIELDS, ADDED_FIELDS), record["candidate_id"]
+        for start, end in record.get("people") or []:
+            assert 0 <= start < end <= record["connective_start"], record["candidate_id"]
         sentence = record["sentence"]
         for field in ("connective", "pronoun"):
             assert sentence[record[f"{field}_start"] : record[f"{field}_end"]] == record[field]
@@ -44,18 +49,29 @@ def test_loaded_items_follow_the_criteria() -> None:
             assert item.reason is None and item.antecedents is not None
             (s1, e1), (s2, e2) = item.antecedents
             first, second = item.sentence[s1:e1], item.sentence[s2:e2]
-            assert first.strip() == first and second.strip() == second and first[0].isupper()
+            # Names are as written: mostly capitalised, but Reddit writes some in lower case ("luffy").
+            assert first and second and first.strip() == first and second.strip() == second
         else:
             assert item.reason in REASONS and item.antecedents is None
 
 
-def test_held_back_part_is_a_fixed_third_by_content_hash() -> None:
-    items = load_gold()
-    for item in items:
-        assert item.split == ("heldout" if int(item.candidate_id, 16) % 3 == 0 else "tune")
-    heldout = sum(item.split == "heldout" for item in items)
-    assert 0.25 < heldout / len(items) < 0.42
-    assert sum(item.split == "heldout" and item.label == "valid" for item in items) >= 40
+def test_held_back_part_is_a_fixed_third_by_content_hash_then_by_subreddit() -> None:
+    records = [orjson.loads(line) for line in GOLD_FILE.read_bytes().splitlines()]
+    first, added = [r for r in records if "people" not in r], [r for r in records if "people" in r]
+    assert len(first) == 944 and len(added) >= 2000
+    for record in first:
+        assert record["split"] == ("heldout" if int(record["candidate_id"], 16) % 3 == 0 else "tune")
+    for record in added:
+        held = heldout_by_subreddit(record["subreddit"], record["comment_id"])
+        assert record["split"] == ("heldout" if held else "tune"), record["candidate_id"]
+    # No subreddit of the added items straddles the parts.
+    parts: dict[str, set[str]] = collections.defaultdict(set)
+    for record in added:
+        parts[record["subreddit"] or record["comment_id"]].add(record["split"])
+    assert all(len(found) == 1 for found in parts.values())
+    heldout = sum(record["split"] == "heldout" for record in records)
+    assert 0.25 < heldout / len(records) < 0.42
+    assert sum(r["split"] == "heldout" and r["label"] == "valid" for r in records) >= 150
 
 
 def test_metadata_names_the_source_and_its_size() -> None:

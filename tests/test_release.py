@@ -392,17 +392,27 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
     with pytest.raises(UserError, match="never overwritten"):
         build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "a")
 
-    card = (first.path / "README.md").read_text()
+    check_card_and_manifest(first.path)
+    check_released_rows(first.path)
+
+
+def check_card_and_manifest(release: Path) -> None:
+    """The simulated-votes warning comes first in both; the manifest names its sources and hashes."""
+    card = (release / "README.md").read_text()
     assert card.splitlines()[1].startswith("# WARNING: built from SIMULATED votes")
     assert "WARNING: SIMULATED VOTES" in card and "secret_user_name" not in card
-    manifest = orjson.loads((first.path / "manifest.json").read_bytes())
+    manifest = orjson.loads((release / "manifest.json").read_bytes())
     assert next(iter(manifest)) == "warning" and manifest["agreement"]["fleiss_kappa"] == 0.5603
     assert (
         manifest["sources"][0]["file"] == "RC_2099-01.ndjson" and len(manifest["sources"][0]["sha256"]) == 64
     )
     for entry in manifest["files"]:
         assert len(entry["sha256"]) == 64
-    tables = {split: knowref60k.load_release(first.path, split) for split in ("train", "validation", "test")}
+
+
+def check_released_rows(release: Path) -> None:
+    """Every kept item, through `load_release` and the JSONL: spans, votes, screeners, no author."""
+    tables = {split: knowref60k.load_release(release, split) for split in ("train", "validation", "test")}
     rows = [row for table in tables.values() for row in table.to_pylist()]
     assert len(rows) == 3
     for row in rows:
@@ -416,7 +426,7 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
     jsonl = [
         orjson.loads(line)
         for split in ("train", "validation", "test")
-        for line in (first.path / "jsonl" / f"{split}.jsonl").read_bytes().splitlines()
+        for line in (release / "jsonl" / f"{split}.jsonl").read_bytes().splitlines()
     ]
     assert {r["annotation_strength"] for r in jsonl} <= {"4", "5"}
     assert all(

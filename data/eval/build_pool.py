@@ -1,6 +1,7 @@
 """Build the pool of Reddit sentences the gold set judges (see README.md beside this file).
 
-.venv/bin/python data/eval/build_pool.py ../shared/data/reddit/RC_sample_1M.zst --out pool.jsonl
+.venv/bin/python data/eval/build_pool.py ../shared/data/reddit/RC_sample_1M.zst --out pool.jsonl \\
+    [--config data/eval/pool_wide.toml]
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--model", help="spaCy pipeline (default: the project's default)")
+    parser.add_argument("--config", type=Path, help="TOML file whose [extract] table widens the structure")
     args = parser.parse_args()
-    rows = build_pool(args.inputs, args.workers, args.model)
+    rows = build_pool(args.inputs, args.workers, args.model, args.config)
     args.out.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     print(f"{len(rows)} sentences -> {args.out}")
 

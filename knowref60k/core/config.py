@@ -67,7 +67,8 @@ BLOCKING_PRONOUNS = (
 # text: one document per line.
 InputFormat = Literal["auto", "ndjson", "text"]
 INPUT_FORMATS: tuple[str, ...] = get_args(InputFormat)
-PersonDetection = Literal["ner", "names", "both"]
+# score: every named phrase is a candidate person, and a learned validity score judges the pair.
+PersonDetection = Literal["ner", "names", "both", "score"]
 PERSON_DETECTION_MODES: tuple[str, ...] = get_args(PersonDetection)
 # two_noun_phrases: the spec's "exactly two minimal NPs before the connective, both persons";
 # two_persons: exactly two person NPs there, other (non-person) NPs allowed.
@@ -130,6 +131,9 @@ class PrepareConfig:
     shingle_words: int = 3
     # A name borne by the other gender more than this share of the time is not drawn.
     gender_ambiguity_share: float = 0.1
+    # Candidates with a validity score below this are set aside; a negative value: the threshold the
+    # validity model was built with (data/scorer/validity_model.json).
+    validity_threshold: float = -1.0
 
     def __post_init__(self) -> None:
         if not 0 < self.near_duplicate_threshold <= 1:

@@ -39,6 +39,7 @@ CANDIDATE_SCHEMA = pa.schema(
         pa.field("pronoun_start", pa.int32(), nullable=False),
         pa.field("pronoun_end", pa.int32(), nullable=False),
         pa.field("pronoun_gender", pa.string(), nullable=False),
+        pa.field("validity_score", pa.float64()),
     ]
 )
 # An annotation-ready item: the candidate, then the perturbation. Offsets index `perturbed_sentence`.
@@ -119,10 +120,10 @@ def finished_marker(
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Keys in the order the code puts them (a funnel's stages in pipeline order), which is the same on
+    every run."""
     with atomic_path(path) as temporary:
-        temporary.write_bytes(
-            orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-        )
+        temporary.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 class RowWriter:
@@ -152,8 +153,11 @@ class RowWriter:
         self.rows += len(rows)
 
 
-def read_rows(path: Path, columns: list[str], kind: str) -> Iterator[dict[str, Any]]:
-    """Rows of a Parquet file of ours, one row group at a time; a file of another shape is a user error."""
+def read_rows(
+    path: Path, columns: list[str], kind: str, optional: Sequence[str] = ()
+) -> Iterator[dict[str, Any]]:
+    """Rows of a Parquet file of ours, one row group at a time; a file of another shape is a user error.
+    The `optional` columns are read where the file has them."""
     if not path.is_file():
         raise UserError(f"{kind} file not found: {path}")
     try:
@@ -163,7 +167,8 @@ def read_rows(path: Path, columns: list[str], kind: str) -> Iterator[dict[str, A
     missing = set(columns) - set(parquet.schema_arrow.names)
     if missing:
         raise UserError(f"{path}: not a {kind} file, missing columns {', '.join(sorted(missing))}")
-    for batch in parquet.iter_batches(columns=columns):
+    present = [name for name in optional if name in parquet.schema_arrow.names]
+    for batch in parquet.iter_batches(columns=[*columns, *present]):
         yield from batch.to_pylist()
 
 

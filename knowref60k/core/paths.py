@@ -10,3 +10,6 @@ DATA_DIR = Path(os.environ.get("KNOWREF60K_DATA_DIR", REPO_ROOT / "data"))
 # The shared data beside the repository (dumps, benchmarks, models): read, never copied in.
 SHARED_DIR = Path(os.environ.get("KNOWREF60K_SHARED_DIR", REPO_ROOT.parent / "shared"))
 BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"
+# The validity model (data/scorer/build.py trains it) and its default threshold.
+SCORER_DIR = DATA_DIR / "scorer"
+VALIDITY_MODEL = SCORER_DIR / "validity_model.json"

@@ -54,6 +54,8 @@ class Candidate:
     antecedent2: Span
     pronoun: Span
     pronoun_gender: str
+    # The chance that the candidate is a valid problem (knowref60k.extract.validity); None: not scored.
+    validity_score: float | None = None
 
     def row(self, source: str, position: str) -> dict[str, Any]:
         """The candidate as a row of a candidates file (see `core.io.CANDIDATE_SCHEMA`)."""
@@ -72,6 +74,7 @@ class Candidate:
             **_span_columns("antecedent2", self.antecedent2, text),
             **_span_columns("pronoun", self.pronoun, text),
             "pronoun_gender": self.pronoun_gender,
+            "validity_score": self.validity_score,
         }
 
 

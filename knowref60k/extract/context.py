@@ -16,6 +16,7 @@ from knowref60k.core.names import (
 )
 from knowref60k.extract.cleaning import load_bot_names
 from knowref60k.extract.nlp import Pipeline, WordFinder, pronoun_forms
+from knowref60k.extract.validity import ValidityScorer
 
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
 POPULAR_NAME_PERCENT = 0.01
@@ -39,6 +40,10 @@ class ExtractContext:
     @cached_property
     def target_pronouns(self) -> WordFinder:
         return WordFinder(pronoun_forms(self.pipeline.nlp, TARGET_PRONOUNS))
+
+    @cached_property
+    def validity_scorer(self) -> ValidityScorer:
+        return ValidityScorer(self.lexicon)
 
     @cached_property
     def lexicon(self) -> NameLexicon:

@@ -100,9 +100,10 @@ def count_connectives(sentence: str, finder: ConnectiveFinder) -> int:
     return len(finder.find(words[:-1]))
 
 
-def _outcome(item: ReferenceItem, row: dict[str, Any] | None) -> tuple[bool, bool]:
-    """(accepted, accepted with the reference's two antecedents and pronoun)."""
-    if row is None:
+def _outcome(item: ReferenceItem, row: dict[str, Any] | None, threshold: float = 0.0) -> tuple[bool, bool]:
+    """(accepted, accepted with the reference's two antecedents and pronoun); a candidate whose validity
+    score is below `threshold` is not accepted."""
+    if row is None or (row.get("validity_score") or 0.0) < threshold:
         return False, False
     sentence = row["sentence"]
     ours = frozenset(row[f"antecedent{i}"].split()[-1].lower() for i in (1, 2))
@@ -148,14 +149,17 @@ class SubsetScore:
         return round(count / self.items, 4) if self.items else 0.0
 
 
-def evaluate(items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str) -> dict[str, Any]:
-    """Run the whole extraction on the items (one per line) and score recall on two subsets."""
+def evaluate(
+    items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str, threshold: float = 0.0
+) -> dict[str, Any]:
+    """Run the whole extraction on the items (one per line) and score recall on two subsets; with a
+    `threshold`, only candidates scoring at least that count as accepted."""
     result = extract_sentences("knowref2019", [item.sentence for item in items], config, model_name)
     rows = {row["line_number"]: row for row in result.rows}
     finder = ConnectiveFinder(ExtractConfig().connectives)
     scores = {name: SubsetScore() for name in SUBSETS}
     for line, item in enumerate(items, start=1):
-        accepted, same = _outcome(item, rows.get(line))
+        accepted, same = _outcome(item, rows.get(line), threshold)
         scores["all"].add(accepted, same)
         if count_connectives(item.sentence, finder) == 1:
             scores["single_connective"].add(accepted, same)
@@ -164,6 +168,7 @@ def evaluate(items: Sequence[ReferenceItem], config: ExtractConfig, model_name: 
         "max_connectives": config.max_connectives,
         "person_detection": config.person_detection,
         "antecedent_rule": config.antecedent_rule,
+        "validity_threshold": threshold,
         "recoverable_reference_antecedents": sum(1 for item in items if item.antecedents and item.pronoun),
         "subsets": {name: score.to_dict() for name, score in scores.items()},
         "stats": result.stats.to_dict(),

@@ -13,7 +13,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA, file_sha256
 from knowref60k.core.names import NAMES_DIR
 from knowref60k.core.parallel import WorkerPool
-from knowref60k.core.paths import DATA_DIR
+from knowref60k.core.paths import DATA_DIR, SCORER_DIR
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import stage_modules
 from knowref60k.core.stats import PipelineStats
@@ -60,6 +60,20 @@ def check_distinct_outputs(paths: Sequence[Path]) -> None:
         )
 
 
+def extraction_fingerprint(config: ExtractConfig, stages: Sequence[StageClass] = STAGES) -> str:
+    """What extraction's outputs depend on: the settings and the spaCy pipeline (name and version), the
+    code of the stages and all they import, and the data files they read (name lists, bots, the validity
+    model). Outputs made under another fingerprint are redone, never reused."""
+    model_name = resolve_model_name(config.model)
+    return "-".join(
+        (
+            config.fingerprint(model_name, model_version(model_name)),
+            code_fingerprint(__name__, *stage_modules(stages)),
+            data_fingerprint(NAMES_DIR, BOTS_DIR, SCORER_DIR),
+        )
+    )
+
+
 class Extractor:
     """Extraction over many files with one pool of worker processes (use as a context manager)."""
 
@@ -74,13 +88,7 @@ class Extractor:
         self.workers = max(1, workers)
         self.read_size = read_size
         self.model_name = resolve_model_name(config.model)
-        self.fingerprint = "-".join(
-            (
-                config.fingerprint(self.model_name, model_version(self.model_name)),
-                code_fingerprint(__name__, *stage_modules(stages)),
-                data_fingerprint(NAMES_DIR, BOTS_DIR),
-            )
-        )
+        self.fingerprint = extraction_fingerprint(config, stages)
         self._workers = WorkerPool(self.workers, CandidateExtractor, config, self.model_name, tuple(stages))
 
     def __enter__(self) -> Extractor:

@@ -182,8 +182,10 @@ class Pipeline:
     def tag(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
         return _run(self._taggers, docs, batch_size)
 
-    def recognise_entities(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
-        return _run(self._ner, docs, batch_size)
+    def recognise_entities(self, docs: Iterable[Doc], batch_size: int = 256) -> None:
+        """Label the entities of every doc (in place: `doc.ents`, `token.ent_type_`)."""
+        for _doc in _run(self._ner, docs, batch_size):
+            pass  # the components write into each doc; running the stream is the work
 
 
 @lru_cache(maxsize=1)

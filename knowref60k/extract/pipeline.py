@@ -27,6 +27,7 @@ from knowref60k.extract.stages.shape import ShapeFilter
 from knowref60k.extract.stages.split import Split
 from knowref60k.extract.stages.surface import SurfaceFilter
 from knowref60k.extract.stages.triage import Triage
+from knowref60k.extract.stages.validity import ValidityScore
 from knowref60k.ingest.readers import LineChunk
 
 StageClass = type[Stage[Any, Any]]
@@ -43,6 +44,7 @@ STAGES: tuple[StageClass, ...] = (
     ConnectiveFilter,
     AntecedentFilter,
     LanguageFilter,
+    ValidityScore,
 )
 
 
@@ -93,4 +95,5 @@ def candidate(sentence: Sentence) -> Candidate:
         antecedent2=characters(second.name_start, second.end),
         pronoun=pronoun,
         pronoun_gender=TARGET_PRONOUNS[pronoun.of(sentence.text).lower()],
+        validity_score=sentence.validity_score,
     )

@@ -11,12 +11,14 @@ from typing import Any
 import pyarrow.parquet as pq
 from spacy.tokens import Doc
 
-from knowref60k.core.config import ExtractConfig
+from knowref60k.core.config import load_config
+from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.persons import is_sentence_initial
 from knowref60k.extract.pipeline import STAGES, StageClass
 from knowref60k.extract.records import NounPhrase, Target
 from knowref60k.extract.stages.antecedents import AntecedentFilter, looks_like_name
+from knowref60k.extract.stages.validity import ValidityScore
 
 POOL_FIELDS = (
     "candidate_id",
@@ -38,7 +40,12 @@ class AnyTwoNames(AntecedentFilter):
     """The pool's antecedent rule: at least two runs of capitalised words before the connective, whatever
     they name. A word capitalised by its position counts only if it may be a name (tagged a proper noun,
     a first name, or no common word). Person rules choose among such runs, so what they emit is in the pool.
+    No entity labels are needed, so NER does not run.
     """
+
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__(context)
+        self.use_ner = False
 
     def noun_phrases(self, doc: Doc, target: Target) -> list[NounPhrase] | str:
         runs: list[NounPhrase] = []
@@ -60,24 +67,25 @@ class AnyTwoNames(AntecedentFilter):
             or not self.lexicon.is_common_word(text)
         )
 
-    def needs_entities(self, doc: Doc, phrases: Sequence[NounPhrase]) -> bool:
-        return False
-
     def choose(
         self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
     ) -> tuple[NounPhrase, NounPhrase] | str:
         return phrases[0], phrases[1]
 
 
+# The pool needs no validity score: it judges what any person rule could emit.
 POOL_STAGES: tuple[StageClass, ...] = tuple(
-    AnyTwoNames if stage is AntecedentFilter else stage for stage in STAGES
+    AnyTwoNames if stage is AntecedentFilter else stage for stage in STAGES if stage is not ValidityScore
 )
 
 
-def build_pool(inputs: Sequence[Path], workers: int = 2, model: str | None = None) -> list[dict[str, Any]]:
-    """Every pool sentence of the inputs, in input order."""
+def build_pool(
+    inputs: Sequence[Path], workers: int = 2, model: str | None = None, config_path: Path | None = None
+) -> list[dict[str, Any]]:
+    """Every pool sentence of the inputs, in input order; a config file can widen the structure (more
+    connectives, longer sentences) beyond the default's."""
     rows: list[dict[str, Any]] = []
-    config = ExtractConfig(model=model)
+    config = load_config(config_path, model=model, person_detection="both")
     with (
         tempfile.TemporaryDirectory() as scratch,
         Extractor(config, workers, stages=POOL_STAGES) as extractor,

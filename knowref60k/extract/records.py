@@ -68,3 +68,4 @@ class Sentence:
     target: Target | None = None
     doc: Doc | None = None
     antecedents: tuple[NounPhrase, NounPhrase] | None = None
+    validity_score: float | None = None

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from knowref60k.core.config import load_section
 from knowref60k.core.errors import UserError
+from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.labelling.controls import DEFAULT_CONTROLS
 from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
 
@@ -26,6 +30,9 @@ class LabellingConfig:
     keep_at_least: int = 4
     # Wait for every vote of a kept item, for a 5/5 strength, instead of closing it at 4 agreeing.
     fifth_vote: bool = False
+    # Items whose validity score is at least this go to resolution unscreened; a negative value: the
+    # level the validity model was built with (data/scorer/validity_model.json), above 1: never.
+    skip_screening_above: float = -1.0
     # The share of tasks pushed to a stage that are control items with a known answer, and the files
     # they are drawn from (knowref60k.labelling.controls); none for a stage without controls.
     control_share: float = 0.05
@@ -45,8 +52,20 @@ class LabellingConfig:
     def resolution_rule(self) -> ResolutionRule:
         return ResolutionRule(self.votes_per_item, self.keep_at_least, self.fifth_vote)
 
+    def skips_screening(self, score: float | None) -> bool:
+        """Whether an item with this validity score goes to resolution unscreened."""
+        return self.screening and score is not None and score >= self.skip_level
+
+    @cached_property
+    def skip_level(self) -> float:
+        if self.skip_screening_above >= 0:
+            return self.skip_screening_above
+        if not VALIDITY_MODEL.is_file():
+            return 2.0  # no model: screen everything
+        return float(orjson.loads(VALIDITY_MODEL.read_bytes())["skip_screening_above"])
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "skip_screening_above": self.skip_level}
 
 
 def load_labelling_config(path: Path | None = None, **overrides: Any) -> LabellingConfig:

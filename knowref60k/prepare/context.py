@@ -19,3 +19,5 @@ class PrepareContext:
     config: PrepareConfig
     index: DedupIndex
     pools: Mapping[str, NamePool]
+    # The validity score below which a candidate is set aside (the config's, else the model's default).
+    validity_threshold: float = 0.0

@@ -10,10 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, read_rows
+from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
+from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
@@ -23,13 +28,20 @@ from knowref60k.prepare.dedup import DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.perturb import Perturb
 from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
+from knowref60k.prepare.stages.threshold import ValidityThreshold
 from knowref60k.prepare.stages.validate import Validate
 
 log = logging.getLogger(__name__)
 
 CANDIDATES_SUFFIX = ".candidates.parquet"
 
-STAGES: tuple[type[Stage[Any, Any]], ...] = (Validate, OtherGenderPronoun, Deduplicate, Perturb)
+STAGES: tuple[type[Stage[Any, Any]], ...] = (
+    Validate,
+    ValidityThreshold,
+    OtherGenderPronoun,
+    Deduplicate,
+    Perturb,
+)
 
 
 def prepare_stats() -> PipelineStats:
@@ -45,17 +57,39 @@ def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
     return read_rows(path, CANDIDATE_SCHEMA.names, "candidates")
 
 
+def validity_threshold(config: PrepareConfig) -> float:
+    """The config's threshold, or the one the shipped validity model was built with."""
+    if config.validity_threshold >= 0:
+        return config.validity_threshold
+    if not VALIDITY_MODEL.is_file():
+        raise UserError(f"validity model not found: {VALIDITY_MODEL} (rebuild it: data/scorer/build.py)")
+    return float(orjson.loads(VALIDITY_MODEL.read_bytes())["threshold"])
+
+
+def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The candidates set aside by score, as a candidates file (an empty one when there are none)."""
+    with atomic_path(path) as temporary:
+        pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), temporary, compression="zstd")
+
+
+def prepare_fingerprint(config: PrepareConfig) -> str:
+    """What prepare's outputs depend on: the settings (the validity threshold as applied), the code of the
+    stages and all they import, and the name lists."""
+    code = code_fingerprint(__name__, *stage_modules(STAGES))
+    return f"{config.fingerprint()}-{code}-{data_fingerprint(NAMES_DIR)}-{validity_threshold(config)}"
+
+
 class Preparer:
     """De-duplication against a persistent index, then perturbation (use as a context manager)."""
 
     def __init__(self, config: PrepareConfig, index_path: Path) -> None:
         self.config = config
         self.index_path = index_path
-        code = code_fingerprint(__name__, *stage_modules(STAGES))
-        self.fingerprint = f"{config.fingerprint()}-{code}-{data_fingerprint(NAMES_DIR)}"
+        threshold = validity_threshold(config)
+        self.fingerprint = prepare_fingerprint(config)
         pools = {gender: perturbation_pool(gender, config.gender_ambiguity_share) for gender in GENDERS}
         self.index = DedupIndex(index_path, config)
-        self.context = PrepareContext(config, self.index, pools)
+        self.context = PrepareContext(config, self.index, pools, threshold)
 
     def __enter__(self) -> Preparer:
         return self
@@ -90,6 +124,8 @@ class Preparer:
                     sink.write([item])
                 sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
+                set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
+                write_set_aside(out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet", set_aside)
             self.index.commit()
         except BaseException:
             self.index.rollback()

@@ -375,6 +375,7 @@ def funnel_counts(inputs: ReleaseInputs, labelled: Labelled) -> list[tuple[str, 
         [
             ("screened (original sentence)", screening["items"] - screening["pending"]),
             ("screened valid", screening["screened_valid"]),
+            (f"unscreened (validity score >= {config.skip_level:g})", screening["skipped_by_score"]),
         ]
         if config.screening
         else []

@@ -29,6 +29,8 @@ class Labelled:
     config: LabellingConfig
     # None when items went to resolution unscreened.
     screening: dict[str, Decision] | None
+    # Items whose validity score sent them to resolution unscreened.
+    skipped: frozenset[str]
     report: AgreementReport
     label_model: DawidSkene
     validity_model: DawidSkene | None
@@ -36,19 +38,26 @@ class Labelled:
     votes: dict[str, int]
 
     def eligible(self, item_id: str) -> bool:
-        """Whether an item could be resolved: screened valid, or screening is off."""
-        return self.screening is None or self.screening[item_id].status == SCREENED_VALID
+        """Whether an item could be resolved: screened valid, skipped screening by score, or screening is
+        off."""
+        return (
+            self.screening is None
+            or item_id in self.skipped
+            or self.screening[item_id].status == SCREENED_VALID
+        )
 
     def screening_counts(self) -> dict[str, Any]:
         if self.screening is None:
             return {"screened": False}
-        statuses = Counter(decision.status for decision in self.screening.values())
-        reasons = Counter(d.label for d in self.screening.values() if d.status == SCREENED_OUT)
+        screened = {i: d for i, d in self.screening.items() if i not in self.skipped}
+        statuses = Counter(decision.status for decision in screened.values())
+        reasons = Counter(d.label for d in screened.values() if d.status == SCREENED_OUT)
         return {
-            "items": len(self.screening),
+            "items": len(screened),
             "screened_valid": statuses[SCREENED_VALID],
             "screened_out": dict(sorted(reasons.items())),
             "pending": statuses[PENDING],
+            "skipped_by_score": len(self.skipped),
         }
 
     def kept(self) -> int:
@@ -72,14 +81,15 @@ class Labelled:
 
 
 def label(
-    item_ids: Iterable[str],
+    items: Mapping[str, Mapping[str, Any]],
     votes: Iterable[Mapping[str, Any]],
     config: LabellingConfig,
     annotator_key: Callable[[Any], str],
     control_answers: Mapping[str, str],
 ) -> Labelled:
     """Both stages' decisions on the items, from the votes of both (control votes only measure annotators)."""
-    ids = sorted(item_ids)
+    ids = sorted(items)
+    skipped = frozenset(i for i in ids if config.skips_screening(items[i].get("validity_score")))
     votes = list(votes)
     by_stage = {
         stage: [v for v in votes if v["stage"] == stage and not is_control(v["item_id"])]
@@ -88,7 +98,7 @@ def label(
     screening = (
         decide_stage(by_stage[SCREENING], SCREENING, config.screening_rule, ids) if config.screening else None
     )
-    eligible = [i for i in ids if screening is None or screening[i].status == SCREENED_VALID]
+    eligible = [i for i in ids if screening is None or i in skipped or screening[i].status == SCREENED_VALID]
     eligible_set = set(eligible)
     resolution_votes = [v for v in by_stage[RESOLUTION] if v["item_id"] in eligible_set]
     report = agreement(eligible, resolution_votes, config.resolution_rule, annotator_key)
@@ -100,6 +110,7 @@ def label(
     return Labelled(
         config=config,
         screening=screening,
+        skipped=skipped,
         report=report,
         label_model=dawid_skene(resolution_votes),
         validity_model=dawid_skene(by_stage[SCREENING]) if config.screening else None,

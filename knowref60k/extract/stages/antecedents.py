@@ -1,9 +1,12 @@
 """Antecedent filter: exactly two person noun phrases before the connective, the target pronoun after it.
 
 The checks run in three steps so that the costly models see as few sentences as possible:
-1. `locate_target` (words only): the pronoun rules, before any tagging;
-2. `noun_phrases` (needs PTB tags, which every English spaCy model has): the two-NP rule;
-3. `choose` (names list, and NER only where the names list is not enough): the person rule.
+1. `locate_target` (words only): the pronoun rules, before any tagging (and, but for the
+   two-noun-phrase rule, at least two words that look like names);
+2. `noun_phrases` (needs PTB tags, which every English spaCy model has): the noun phrases, at least two
+   of them with a name;
+3. `choose`: the person rule (name lists, and the entity labels where the mode uses NER: NER runs on
+   every sentence that reaches this step then), or, by score, the two named phrases as they are.
 """
 
 from __future__ import annotations
@@ -186,8 +189,8 @@ def _name_start(doc: Doc, tags: Sequence[str], start: int, end: int) -> int:
 
 
 class AntecedentFilter(Stage[Sentence, Sentence]):
-    """Applies the antecedent rules to a batch of sentences: the taggers run once per batch, and NER only
-    on the sentences whose persons the names list cannot settle."""
+    """Applies the antecedent rules to a batch of sentences: the taggers run once per batch, and NER once
+    per batch on the sentences that still may name two persons, in the modes that use it."""
 
     name = "antecedent"
     unit = "sentences"
@@ -196,8 +199,10 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         super().__init__()
         config = context.config
         self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
+        # "score": every named phrase is a candidate person; the validity stage scores the pair.
+        self.by_score = config.person_detection == "score"
         self.use_names = config.person_detection in ("names", "both")
-        self.use_ner = config.person_detection in ("ner", "both")
+        self.use_ner = config.person_detection in ("ner", "both", "score")
         self.only_two_phrases = config.antecedent_rule == "two_noun_phrases"
         self.lexicon = context.lexicon
         self.persons = PersonRule(context.lexicon, config.person_detection)
@@ -214,9 +219,8 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
                 self.count(phrases)
             else:
                 with_two.append((doc, sentence, phrases))
-        unsure = [doc for doc, _, phrases in with_two if self.needs_entities(doc, phrases)]
-        for _ in self.pipeline.recognise_entities(unsure):
-            pass
+        if self.use_ner:
+            self.pipeline.recognise_entities(doc for doc, _, _ in with_two)
         for doc, sentence, phrases in with_two:
             if self.use_ner:
                 phrases = split_on_persons(doc, phrases)
@@ -260,12 +264,6 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
             return "more_than_two_persons"
         return phrases
 
-    def needs_entities(self, doc: Doc, phrases: Sequence[NounPhrase]) -> bool:
-        """Whether NER must run: the names list alone cannot settle which phrases are persons."""
-        if not self.use_ner:
-            return False
-        return self.use_ner
-
     def choose(
         self, doc: Doc, target: Target, phrases: Sequence[NounPhrase]
     ) -> tuple[NounPhrase, NounPhrase] | str:
@@ -276,19 +274,27 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
         if pronoun.text[0].isupper() and not is_sentence_initial(doc, target.pronoun):
             # "Him", "His" inside a sentence: a reverential pronoun, most often for God, not a named person.
             return "capitalised_pronoun"
-        persons = [phrase for phrase in phrases if phrase.has_name and self.persons.is_person(doc, phrase)]
+        persons = self._persons(doc, phrases)
         if len(persons) != 2:
             return "fewer_than_two_persons" if len(persons) < 2 else "more_than_two_persons"
         first, second = persons
-        if any(phrase.has_name and phrase not in persons for phrase in phrases):
+        if not self.by_score and any(phrase.has_name and phrase not in persons for phrase in phrases):
             return "other_name_before_connective"
         if doc[first.end - 1].lower_ == doc[second.end - 1].lower_:
             return "identical_antecedents"
         if self._shared_name_repeated(doc, target, persons):
             return "ambiguous_repeated_name"
-        if self.use_names and self._agrees_with_neither(doc, target, persons):
+        if (self.use_names or self.by_score) and self._agrees_with_neither(doc, target, persons):
             return "pronoun_agrees_with_neither"
         return first, second
+
+    def _persons(self, doc: Doc, phrases: Sequence[NounPhrase]) -> list[NounPhrase]:
+        """The phrases that name persons. By score: two names are the candidates whatever they name (the
+        score judges them); among more, those the person rule calls persons."""
+        named = [phrase for phrase in phrases if phrase.has_name]
+        if self.by_score and len(named) == 2:
+            return named
+        return [phrase for phrase in named if self.persons.is_person(doc, phrase)]
 
     def _shared_name_repeated(self, doc: Doc, target: Target, persons: Sequence[NounPhrase]) -> bool:
         """A word of both names ("Tom" of "Tom Hanks" and "Tom Brady") named again after the

@@ -1,4 +1,6 @@
-"""The Prefect flows, for real, on the original dumps and a slice of real comments."""
+"""The Prefect flows, for real, on the original dumps and a slice of real comments: the pipeline, the
+watch over a dumps folder and its ledger, the overlap flow. (`test_flows.py`: the flows one by one on a
+fixture dump, with Label Studio.)"""
 
 from __future__ import annotations
 
@@ -116,6 +118,34 @@ def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
     items = sorted((out / "items").glob("*.items.parquet"))
     assert [p.name for p in items] == ["RC_2099-01.items.parquet", "RC_2099-02.items.parquet"]
     assert pq.read_table(items[0]).num_rows == 1
+
+
+@pytest.mark.integration
+def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger keys on the library's fingerprint (settings, model, code, data): an edited stage makes
+    `make serve` redo every dump, where a hash of the settings alone would call them done."""
+    import flows.common
+    import knowref60k.extract.extractor as extractor
+    from flows.watch import watch_flow
+
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    body = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
+    comment = orjson.dumps({"id": "c1", "body": body, "created_utc": 1})
+    (dumps / "RC_2099-01.ndjson").write_bytes(comment + b"\n")
+    out = tmp_path / "run"
+    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {"RC_2099-01.ndjson": "done"}
+    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {}
+    edited = extractor.code_fingerprint
+    monkeypatch.setattr(extractor, "code_fingerprint", lambda *modules: edited(*modules) + "-edited")
+    reads = []
+    loaded = flows.common.load_config
+    monkeypatch.setattr(flows.common, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k))
+    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {"RC_2099-01.ndjson": "done"}
+    assert len(reads) == 1
+    assert pq.read_table(out / "items" / "RC_2099-01.items.parquet").num_rows == 1
 
 
 @pytest.mark.integration

@@ -1,0 +1,77 @@
+"""What every command group of the `knowref60k` command line shares: the console, the options that
+recur, and the one way a user error ends a command (one line, exit code 2)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from knowref60k.core.console import make_console
+from knowref60k.core.errors import UserError
+from knowref60k.core.paths import BENCHMARKS_DIR
+
+console = make_console(stderr=True)
+
+ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with an [extract] table.")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--model", help="spaCy pipeline name or path (default: en_core_web_sm, else en_ud_open_sm)."
+    ),
+]
+BenchmarksOption = Annotated[
+    Path,
+    typer.Option(
+        "--benchmarks",
+        help="Known benchmarks (WSC-273, DPR, WinoGrande) for the 13-gram check.",
+        show_default="../shared/data/benchmarks",
+    ),
+]
+DEFAULT_BENCHMARKS = BENCHMARKS_DIR
+
+
+def fail(error: Exception) -> typer.Exit:
+    """The exit of a command that met a user error: the error printed as one line, exit code 2."""
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(code=2)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """The one way a command meets a user error: one line, exit code 2, never a traceback."""
+    try:
+        yield
+    except UserError as error:
+        raise fail(error) from None
+
+
+def advance(progress: Progress, task: TaskID) -> Callable[[int, int], None]:
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return update
+
+
+def progress_bar(in_bytes: bool = True) -> Progress:
+    amount = DownloadColumn() if in_bytes else MofNCompleteColumn()
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        amount,
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )

@@ -1,0 +1,52 @@
+"""`knowref60k prepare`: items from candidates (de-duplication, the validity threshold, perturbation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from knowref60k.cli.common import (
+    ConfigOption,
+    console,
+    progress_bar,
+    user_errors,
+)
+from knowref60k.core.console import render_funnel
+
+
+def prepare(
+    candidates: Annotated[
+        list[Path], typer.Argument(metavar="CANDIDATES", help="*.candidates.parquet files from `extract`.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Folder for the items and their reports.")],
+    index: Annotated[
+        Path | None,
+        typer.Option(
+            help="De-duplication index (SQLite) shared by every run; default OUT/dedup-index.sqlite."
+        ),
+    ] = None,
+    config: ConfigOption = None,
+    seed: Annotated[int | None, typer.Option(help="Global perturbation seed.")] = None,
+) -> None:
+    """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
+    from knowref60k.core.config import load_prepare_config
+    from knowref60k.core.io import output_folder
+    from knowref60k.prepare.preparer import Preparer, prepare_stats
+
+    with user_errors():
+        settings = load_prepare_config(config, seed=seed)
+        index_path = index or out / "dedup-index.sqlite"
+        output_folder(out)
+        total = prepare_stats()
+        with Preparer(settings, index_path) as preparer, progress_bar(in_bytes=False) as progress:
+            task = progress.add_task("prepare", total=len(candidates))
+            for path in candidates:
+                report = preparer.prepare_file(path, out)
+                total.merge(report.stats)
+                progress.advance(task)
+                state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
+                console.print(f"{path.name}: {report.rows:,} items, {state} -> {report.rows_path}")
+    console.print(render_funnel(total, f"De-duplication and perturbation over {len(candidates)} file(s)"))
+    console.print(f"Items in {out.resolve()}, index {index_path.resolve()}")

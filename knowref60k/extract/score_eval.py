@@ -1,0 +1,105 @@
+"""How the validity score trades precision for yield on the judged Reddit sentences: the curve over every
+threshold, the points the thresholds chosen on the tuning part reach on the held-back part, the errors
+that pass, and the rules' own point for comparison (`make eval`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from knowref60k.core.config import ExtractConfig
+from knowref60k.extract.gold import GoldItem, judge, score_gold
+
+PARTS = ("tune", "heldout")
+
+
+@dataclass(frozen=True)
+class Judged:
+    part: str
+    score: float
+    # None when the candidate is correct, else the gold reason or the span error.
+    error: str | None
+
+
+def judged_candidates(
+    items: Sequence[GoldItem], config: ExtractConfig, model_name: str, tune_scores: Mapping[str, float]
+) -> list[Judged]:
+    """The score-mode extraction of every judged sentence, each candidate with its verdict and its score:
+    for a tuning sentence the out-of-fold score of `tune_scores` (the shipped model saw it in training),
+    for a held-back one the shipped model's."""
+    from knowref60k.extract.evaluation import extract_sentences
+
+    scoring = dataclasses.replace(config, person_detection="score")
+    result = extract_sentences("gold", [item.sentence for item in items], scoring, model_name)
+    judged = []
+    for row in result.rows:
+        item = items[row["line_number"] - 1]
+        score = tune_scores.get(item.sentence) if item.split == "tune" else row["validity_score"]
+        if score is not None:
+            judged.append(Judged(item.split, float(score), judge(item, row)))
+    return judged
+
+
+def point(judged: Sequence[Judged], threshold: float, comments: int, share: float) -> dict[str, Any]:
+    """Candidates kept at `threshold`: how many, how many correct, precision, correct candidates per
+    million comments (the part's count divided by its share of all candidates), the errors by kind."""
+    kept = [j for j in judged if j.score >= threshold]
+    correct = sum(1 for j in kept if j.error is None)
+    return {
+        "threshold": round(threshold, 4),
+        "kept": len(kept),
+        "correct": correct,
+        "precision": round(correct / len(kept), 4) if kept else None,
+        "per_million": round(correct * 1_000_000 / comments / share, 1) if share else None,
+        "errors": dict(Counter(j.error for j in kept if j.error).most_common()),
+    }
+
+
+def curve(judged: Sequence[Judged], comments: int, share: float) -> list[dict[str, Any]]:
+    return [point(judged, t, comments, share) for t in sorted({j.score for j in judged})]
+
+
+def threshold_for(
+    points: Sequence[dict[str, Any]], precision: float | None = None, yield_: float | None = None
+) -> float:
+    """On a curve, the lowest threshold with at least `precision`, or the highest with at least `yield_`."""
+    if precision is not None:
+        return next((p["threshold"] for p in points if (p["precision"] or 0) >= precision), 1.0)
+    meeting = [p["threshold"] for p in points if (p["per_million"] or 0) >= (yield_ or 0)]
+    return max(meeting) if meeting else 0.0
+
+
+def evaluate_score(
+    items: Sequence[GoldItem],
+    config: ExtractConfig,
+    model_name: str,
+    comments: int,
+    default: float,
+    tune_scores: Mapping[str, float],
+) -> dict[str, Any]:
+    """The curve per part, the rules' point, and on the held-back part the points at thresholds chosen on
+    the tuning part's out-of-fold scores: the default, the rules' yield, and 90% precision."""
+    judged = judged_candidates(items, config, model_name, tune_scores)
+    parts = {part: [j for j in judged if j.part == part] for part in PARTS}
+    share = {part: len(found) / len(judged) if judged else 0.0 for part, found in parts.items()}
+    rules = score_gold(items, config, model_name, comments)
+    rules_yield = rules["valid_per_million_comments"]
+    tune_curve = curve(parts["tune"], comments, share["tune"])
+    chosen = {
+        "default": default,
+        "rules_yield": threshold_for(tune_curve, yield_=rules_yield),
+        "precision_90": threshold_for(tune_curve, precision=0.9),
+    }
+    return {
+        "candidates": {part: len(found) for part, found in parts.items()},
+        "curves": {"tune": tune_curve, "heldout": curve(parts["heldout"], comments, share["heldout"])},
+        "rules": {"per_million": rules_yield, "parts": rules["parts"]},
+        "chosen_on_tune": chosen,
+        "heldout": {
+            name: point(parts["heldout"], t, comments, share["heldout"]) for name, t in chosen.items()
+        },
+        "tune": {name: point(parts["tune"], t, comments, share["tune"]) for name, t in chosen.items()},
+    }

@@ -1,0 +1,190 @@
+"""Training the validity model (scikit-learn, imported only here): gradient-boosted trees on the judged
+candidates' features, the operating point from out-of-fold scores, the trees exported as JSON for
+`knowref60k.extract.validity`, and an ablation of the feature groups. `data/scorer/build.py` runs it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from knowref60k.extract.gold import GOLD_FILE
+from knowref60k.extract.nlp import model_version
+from knowref60k.extract.scorer_data import Example
+from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array
+
+# Small trees, a slow rate and strong regularisation: a few thousand examples (held-back average precision
+# 0.68 against 0.61 with 15-leaf trees, docs/extraction.md).
+PARAMETERS: dict[str, Any] = {
+    "max_iter": 300,
+    "learning_rate": 0.02,
+    "max_leaf_nodes": 7,
+    "min_samples_leaf": 30,
+    "l2_regularization": 5.0,
+    "early_stopping": False,
+    "random_state": 0,
+}
+FOLDS = 5
+DIGITS = 8  # rounding of leaf values in the JSON: bytes that do not depend on the last bits
+
+
+def fit(features: Array, labels: Array) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(**PARAMETERS).fit(features, labels)
+
+
+def projection(data: Sequence[Example]) -> dict[str, list[Any]]:
+    """The principal directions of the tuning spans' context vectors (no labels used)."""
+    from sklearn.decomposition import PCA
+
+    vectors = np.vstack([vector for e in data for vector in e.context])
+    pca = PCA(CONTEXT_DIMENSIONS, random_state=0).fit(vectors)
+    return {
+        "mean": [round(float(v), DIGITS) for v in pca.mean_],
+        "components": [[round(float(v), DIGITS) for v in row] for row in pca.components_],
+    }
+
+
+def matrix(
+    data: Sequence[Example], projected: dict[str, list[Any]], columns: Sequence[int] | None = None
+) -> tuple[Array, Array]:
+    """The design matrix (the base features and the projected context vectors) and the labels."""
+    mean, components = np.asarray(projected["mean"]), np.asarray(projected["components"])
+    features = np.array(
+        [[*e.features, *np.concatenate([(v - mean) @ components.T for v in e.context])] for e in data]
+    )
+    if columns is not None:
+        features = features[:, list(columns)]
+    return features, np.array([e.valid for e in data], dtype=int)
+
+
+def out_of_fold(data: Sequence[Example], columns: Sequence[int] | None = None) -> Array:
+    """Each example's score from a model that saw none of its comment's examples."""
+    from sklearn.model_selection import GroupKFold
+
+    features, labels = matrix(data, projection(data), columns)
+    groups = [e.item.comment_id for e in data]
+    scores = np.zeros(len(data))
+    for train, test in GroupKFold(FOLDS).split(features, labels, groups):
+        scores[test] = fit(features[train], labels[train]).predict_proba(features[test])[:, 1]
+    return scores
+
+
+def recall_point(scores: Array, labels: Array, recall: float) -> float:
+    """The highest threshold that still keeps `recall` of the valid examples."""
+    valid = np.sort(scores[labels == 1])[::-1]
+    if not len(valid):
+        return 0.0
+    return float(np.floor(valid[max(0, int(np.ceil(recall * len(valid))) - 1)] * 1e4) / 1e4)
+
+
+def operating_point(scores: Array, labels: Array, precision: float) -> float:
+    """The lowest threshold whose kept candidates are at least `precision` valid (the most yield)."""
+    for threshold in sorted(set(np.round(scores, 4))):
+        kept = scores >= threshold
+        if kept.any() and labels[kept].mean() >= precision:
+            return float(threshold)
+    return 1.0
+
+
+def export(model: Any) -> dict[str, Any]:
+    trees = []
+    for (predictor,) in model._predictors:
+        nodes = predictor.nodes
+        trees.append(
+            {
+                "feature": nodes["feature_idx"].tolist(),
+                # Exact: a value equal to a threshold must go the way it goes in scikit-learn.
+                "threshold": [float(v) for v in nodes["num_threshold"]],
+                "missing_left": nodes["missing_go_to_left"].tolist(),
+                "left": nodes["left"].tolist(),
+                "right": nodes["right"].tolist(),
+                "is_leaf": nodes["is_leaf"].tolist(),
+                "value": [round(float(v), DIGITS) for v in nodes["value"]],
+            }
+        )
+    return {"baseline": round(float(model._baseline_prediction.ravel()[0]), DIGITS), "trees": trees}
+
+
+def training_hash(model_name: str) -> str:
+    digest = hashlib.sha256(GOLD_FILE.read_bytes())
+    digest.update(f"{model_name} {model_version(model_name)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def build_model(
+    data: Sequence[Example], model_name: str, keep_recall: float, skip_precision: float
+) -> dict[str, Any]:
+    """The model as JSON, fitted on `data` (the tuning examples), with its two operating points on the
+    out-of-fold scores: the threshold below which candidates are set aside (it keeps `keep_recall` of the
+    valid ones: what is set aside is mostly sure to be invalid), and the level from which items are
+    `skip_precision` valid and go to resolution unscreened."""
+    projected = projection(data)
+    features, labels = matrix(data, projected)
+    scores = out_of_fold(data)
+    return {
+        "features": list(FEATURES),
+        "projection": projected,
+        **export(fit(features, labels)),
+        "threshold": recall_point(scores, labels, keep_recall),
+        "skip_screening_above": round(operating_point(scores, labels, skip_precision), 4),
+        "training": {
+            "data": f"{GOLD_FILE.name} (tune part), spaCy {model_name}",
+            "sha256": training_hash(model_name),
+            "examples": len(data),
+            "valid": int(labels.sum()),
+            "parameters": PARAMETERS,
+            "threshold_recall": keep_recall,
+            "skip_screening_precision": skip_precision,
+        },
+    }
+
+
+def feature_groups() -> dict[str, list[int]]:
+    """Columns by what they know: the rules' person decision, entity labels, name lists and priors, the
+    words around a span, its shape, gender, and the sentence."""
+    groups = {
+        "rule decision": ("rule_person",),
+        "entity labels": ("entity_",),
+        "name lists and priors": (
+            "known_first_name",
+            "world_name",
+            "log_babies",
+            "census_name",
+            "prior_",
+            "common_word",
+            "all_common",
+            "unknown_name_shape",
+        ),
+        "context words": ("determined", "quoted", "after_", "possessive_after", "titled", "title_only"),
+        "span shape": ("sentence_initial", "name_words", "phrase_words", "all_proper_nouns"),
+        "gender": ("gender_",),
+        "sentence": tuple(name for name in FEATURES if not name.startswith(("a1_", "a2_"))),
+        "context vectors": ("_context_",),
+    }
+    return {
+        group: [i for i, name in enumerate(FEATURES) if any(part in name for part in parts)]
+        for group, parts in groups.items()
+    }
+
+
+def out_of_fold_by_sentence(data: Sequence[Example]) -> dict[str, float]:
+    """Each tuning sentence's out-of-fold score, for curves that must not use what the model saw."""
+    return {e.item.sentence: round(float(s), 6) for e, s in zip(data, out_of_fold(data), strict=True)}
+
+
+def ablation(data: Sequence[Example]) -> list[dict[str, Any]]:
+    """Average precision of the out-of-fold scores with every feature, and without each group in turn."""
+    from sklearn.metrics import average_precision_score
+
+    labels = np.array([e.valid for e in data], dtype=int)
+    rows = [{"without": "(nothing)", "average_precision": average_precision_score(labels, out_of_fold(data))}]
+    for group, columns in feature_groups().items():
+        kept = [i for i in range(len(FEATURES)) if i not in set(columns)]
+        rows.append(
+            {"without": group, "average_precision": average_precision_score(labels, out_of_fold(data, kept))}
+        )
+    return [{**row, "average_precision": round(float(row["average_precision"]), 4)} for row in rows]

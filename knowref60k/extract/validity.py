@@ -1,0 +1,262 @@
+"""The validity score of a candidate: how likely its two antecedent spans are two people its pronoun can
+refer to, from a gradient-boosted model over what the rules know about each span (the model's entity
+label of the whole span, name lists and their frequencies, Reddit entity priors, determiners,
+prepositions, quotes and possessives around the span, titles, capitalisation, gender agreement) and
+about the sentence (other names around the pronoun, where the spans stand).
+
+The model is trained by `data/scorer/build.py` on the hand-judged gold set and ships as JSON
+(`data/scorer/validity_model.json`): its trees are walked here with numpy, so extraction needs no
+machine-learning library.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+from numpy.typing import NDArray
+from spacy.tokens import Doc
+
+from knowref60k.core.config import TARGET_PRONOUNS
+from knowref60k.core.errors import UserError
+from knowref60k.core.names import NameLexicon, census_first_names, ssa_name_counts
+from knowref60k.core.paths import VALIDITY_MODEL
+from knowref60k.extract.persons import (
+    NAME_SHAPE,
+    NUMERIC_TYPES,
+    PLACE_PREPOSITIONS,
+    QUOTES,
+    TITLES,
+    PersonRule,
+    is_sentence_initial,
+)
+from knowref60k.extract.records import NounPhrase, Target
+
+Array = NDArray[Any]
+ENTITY_GROUPS = {
+    "person": {"PERSON"},
+    "organisation": {"ORG"},
+    "place": {"GPE", "LOC", "FAC"},
+    "work": {"WORK_OF_ART", "PRODUCT", "EVENT", "LAW", "LANGUAGE"},
+    "group": {"NORP"},
+    "numeric": set(NUMERIC_TYPES),
+}
+SPAN_FEATURES = (
+    "rule_person",
+    "known_first_name",
+    "world_name",
+    "unknown_name_shape",
+    "all_common_words",
+    "first_common_word",
+    "log_babies",
+    "census_name",
+    "prior_person",
+    "prior_other",
+    *(f"entity_{group}" for group in ENTITY_GROUPS),
+    "entity_none",
+    "determined",
+    "quoted",
+    "titled",
+    "title_only",
+    "after_place_preposition",
+    "after_of",
+    "possessive_after",
+    "sentence_initial",
+    "name_words",
+    "phrase_words",
+    "all_proper_nouns",
+    "gender_agrees",
+    "gender_disagrees",
+)
+SENTENCE_FEATURES = (
+    "pronoun_possessive",
+    "names_after_connective",
+    "capitalised_before_connective",
+    "words_between_spans",
+    "sentence_words",
+    "connective_is_comma",
+    "same_first_word",
+)
+# What the pipeline's own contextual token vectors (spaCy's tok2vec, `doc.tensor`) say of each span:
+# their mean over the span, projected on the principal directions the build found in the tuning spans.
+CONTEXT_DIMENSIONS = 8
+FEATURES = (
+    *(f"a1_{name}" for name in SPAN_FEATURES),
+    *(f"a2_{name}" for name in SPAN_FEATURES),
+    *SENTENCE_FEATURES,
+    *(f"{span}_context_{i}" for span in ("a1", "a2") for i in range(CONTEXT_DIMENSIONS)),
+)
+BASE_FEATURES = len(FEATURES) - 2 * CONTEXT_DIMENSIONS
+
+
+class CandidateFeatures:
+    """Turns a candidate (doc, target, the two spans) into the model's feature vector."""
+
+    def __init__(self, lexicon: NameLexicon) -> None:
+        self.lexicon = lexicon
+        self.rule = PersonRule(lexicon, "both")
+        self.babies = ssa_name_counts()
+        self.census = census_first_names()
+
+    def vector(self, doc: Doc, target: Target, spans: tuple[NounPhrase, NounPhrase]) -> list[float]:
+        """The features before the context projection: the rules' view of both spans and the sentence."""
+        gender = TARGET_PRONOUNS[doc[target.pronoun].lower_]
+        first, second = spans
+        return [
+            *self.span(doc, first, gender),
+            *self.span(doc, second, gender),
+            *self.sentence(doc, target, first, second),
+        ]
+
+    @staticmethod
+    def context(doc: Doc, spans: tuple[NounPhrase, NounPhrase]) -> list[Array]:
+        """The mean of the pipeline's contextual token vectors over each span's name."""
+        return [np.asarray(doc.tensor[p.name_start : p.end].mean(axis=0), dtype=np.float64) for p in spans]
+
+    def span(self, doc: Doc, phrase: NounPhrase, pronoun_gender: str) -> list[float]:
+        first = doc[phrase.name_start]
+        words = [doc[i].text for i in range(phrase.name_start, phrase.end)]
+        types = {doc[i].ent_type_ for i in range(phrase.name_start, phrase.end)} - {""}
+        person, other = self.lexicon.entity_priors.get(first.text, (0, 0))
+        gender = self.rule.gender(doc, phrase)
+        before = doc[phrase.start - 1].lower_ if phrase.start > 0 else ""
+        after = doc[phrase.end].text if phrase.end < len(doc) else ""
+        values = [
+            self.rule.is_person(doc, phrase),
+            self.lexicon.is_first_name(first.text),
+            self.lexicon.is_world_name(first.text),
+            all(NAME_SHAPE.match(w) and not self.lexicon.is_common_word(w) for w in words),
+            all(self.lexicon.is_common_word(w) for w in words),
+            self.lexicon.is_common_word(first.text),
+            math.log1p(self.babies.get(first.text.capitalize(), 0)),
+            first.text.capitalize() in self.census,
+            math.log1p(person),
+            math.log1p(other),
+            *(bool(types & group) for group in ENTITY_GROUPS.values()),
+            not types,
+            phrase.start < phrase.name_start and doc[phrase.start].tag_ in ("DT", "PRP$"),
+            sum(1 for token in doc[: phrase.name_start] if token.text in QUOTES) % 2 == 1,
+            first.lower_ in TITLES,
+            all(doc[i].lower_ in TITLES for i in range(phrase.name_start, phrase.end)),
+            before in PLACE_PREPOSITIONS,
+            before == "of",
+            after in ("'s", "’s", "'"),
+            is_sentence_initial(doc, phrase.name_start),
+            len(words),
+            phrase.end - phrase.start,
+            all(doc[i].tag_ in ("NNP", "NNPS") for i in range(phrase.name_start, phrase.end)),
+            gender == pronoun_gender,
+            gender is not None and gender != pronoun_gender,
+        ]
+        return [float(value) for value in values]
+
+    @staticmethod
+    def sentence(doc: Doc, target: Target, first: NounPhrase, second: NounPhrase) -> list[float]:
+        between = doc[target.connective.end : target.pronoun]
+        before = doc[: target.connective.start]
+        values = [
+            doc[target.pronoun].lower_ in ("his", "hers"),
+            sum(1 for token in between if _capitalised(token.text) and token.i > 0),
+            sum(1 for token in before if _capitalised(token.text)),
+            second.start - first.end,
+            len(doc),
+            doc[target.connective.start].text == ",",
+            doc[first.name_start].lower_ == doc[second.name_start].lower_,
+        ]
+        return [float(value) for value in values]
+
+
+def _capitalised(text: str) -> bool:
+    return len(text) > 1 and text[0].isupper() and not text.isupper()
+
+
+@dataclass(frozen=True)
+class TreeEnsemble:
+    """Gradient-boosted trees on numerical features, as scikit-learn's HistGradientBoostingClassifier
+    grows them: a sample goes left when its value is at most the threshold (missing values as the node
+    says); the score is the logistic of the baseline plus every tree's leaf value."""
+
+    features: tuple[str, ...]
+    baseline: float
+    trees: tuple[dict[str, Array], ...]
+    training: dict[str, Any]
+    # The context vectors' mean and principal directions (CONTEXT_DIMENSIONS x the vectors' width).
+    mean: Array
+    components: Array
+
+    @classmethod
+    def load(cls, path: Path = VALIDITY_MODEL) -> TreeEnsemble:
+        if not path.is_file():
+            raise UserError(f"validity model not found: {path} (rebuild it: data/scorer/build.py)")
+        model = orjson.loads(path.read_bytes())
+        if tuple(model["features"]) != FEATURES:
+            raise UserError(f"{path}: made for other features than this code computes; rebuild it")
+        trees = tuple({key: np.asarray(values) for key, values in tree.items()} for tree in model["trees"])
+        projection = model["projection"]
+        return cls(
+            tuple(model["features"]),
+            float(model["baseline"]),
+            trees,
+            model.get("training", {}),
+            np.asarray(projection["mean"]),
+            np.asarray(projection["components"]),
+        )
+
+    def design(self, rows: Sequence[Sequence[float]], contexts: Sequence[Sequence[Array]]) -> Array:
+        """The model's input: each row's base features, then both spans' projected context vectors."""
+        base = np.asarray(rows, dtype=np.float64).reshape(len(rows), BASE_FEATURES)
+        if contexts and len(contexts[0][0]) != len(self.mean):
+            raise UserError(
+                f"the validity model was built with another spaCy pipeline ({self.training.get('data')}); "
+                "rebuild it with data/scorer/build.py"
+            )
+        projected = [
+            np.concatenate([(vector - self.mean) @ self.components.T for vector in pair]) for pair in contexts
+        ]
+        return np.hstack([base, np.asarray(projected).reshape(len(rows), 2 * CONTEXT_DIMENSIONS)])
+
+    def score(self, matrix: Array) -> Array:
+        """The probability of each row of a design matrix (see `design`)."""
+        raw = np.full(len(matrix), self.baseline)
+        for tree in self.trees:
+            raw += tree["value"][self._leaves(tree, matrix)]
+        return np.asarray(1.0 / (1.0 + np.exp(-raw)))
+
+    @staticmethod
+    def _leaves(tree: dict[str, Array], matrix: Array) -> Array:
+        node: Array = np.zeros(len(matrix), dtype=np.int64)
+        rows = np.arange(len(matrix))
+        while True:
+            inner = ~tree["is_leaf"][node].astype(bool)
+            if not inner.any():
+                return node
+            values = matrix[rows, tree["feature"][node]]
+            left = np.where(np.isnan(values), tree["missing_left"][node], values <= tree["threshold"][node])
+            step = np.where(left.astype(bool), tree["left"][node], tree["right"][node])
+            node = np.where(inner, step, node)
+
+
+class ValidityScorer:
+    """Features and model together, loaded once per worker."""
+
+    def __init__(self, lexicon: NameLexicon, model_path: Path = VALIDITY_MODEL) -> None:
+        self.features = CandidateFeatures(lexicon)
+        self.model_path = model_path
+
+    @cached_property
+    def model(self) -> TreeEnsemble:
+        return TreeEnsemble.load(self.model_path)
+
+    def scores(self, candidates: Sequence[tuple[Doc, Target, tuple[NounPhrase, NounPhrase]]]) -> list[float]:
+        if not candidates:
+            return []
+        rows = [self.features.vector(doc, target, spans) for doc, target, spans in candidates]
+        contexts = [self.features.context(doc, spans) for doc, _, spans in candidates]
+        scores = self.model.score(self.model.design(rows, contexts))
+        return [round(float(score), 6) for score in scores]

@@ -1,0 +1,33 @@
+"""Validity threshold: a candidate whose validity score is below the threshold is set aside, not made an
+item; `prepare` writes the set-aside candidates, score and all, beside the items
+(`*.below-threshold.parquet`), so a later model or threshold can still take them up. A candidate without
+a score (from an extraction that did not score) goes on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from knowref60k.core.stage import Stage
+from knowref60k.prepare.context import PrepareContext, Row
+
+BELOW_THRESHOLD = "below_validity_threshold"
+
+
+class ValidityThreshold(Stage[Row, Row]):
+    name = "validity"
+    unit = "candidates"
+
+    def __init__(self, context: PrepareContext) -> None:
+        super().__init__()
+        self.threshold = context.validity_threshold
+        self.set_aside: list[Row] = []
+
+    def run(self, items: Iterable[Row]) -> Iterator[Row]:
+        for row in items:
+            score = row.get("validity_score")
+            if score is not None and score < self.threshold:
+                self.count(BELOW_THRESHOLD)
+                self.set_aside.append(row)
+                continue
+            self.count(None)
+            yield row
