@@ -57,11 +57,11 @@ def extract_shard(shard: str, out_dir: str, config_path: str | None) -> dict[str
     }
 
 
-# A local cluster runs nothing but batch shards, and two of Dask's defaults cost them time (one shard of
-# 500k comments on one worker, runs side by side):
-# - the statistical profiler samples the task thread every 10 ms for the dashboard, taking the GIL: ~5%;
+# A local cluster runs nothing but batch shards, and two of Dask's defaults cost them time (measured in
+# docs/measurements.md, "Scale-out"):
+# - the statistical profiler samples the task thread for the dashboard, taking the GIL;
 # - nannies start workers with MALLOC_TRIM_THRESHOLD_=65536, so that freed memory goes back to the system
-#   at once: with the extractor's short-lived objects, 5x the page faults and 1 s more system time, +7%.
+#   at once: with the extractor's short-lived objects, many more page faults and more system time.
 BATCH_SETTINGS = {
     "distributed.worker.profile.enabled": False,
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,  # None: not set at all

@@ -157,6 +157,17 @@ def test_the_extraction_funnel_is_the_stage_list() -> None:
     assert all(stage.unit for stage in STAGES)
 
 
+def test_extraction_and_prepare_stages_have_names_of_their_own() -> None:
+    """The pipeline's funnel merges both phases' counters by stage name: a shared name would add up two
+    stages' counts in one row."""
+    from knowref60k.extract.pipeline import STAGES as EXTRACT_STAGES
+    from knowref60k.prepare.preparer import STAGES as PREPARE_STAGES
+
+    prepare = [stage.name for stage in PREPARE_STAGES]
+    assert len(set(prepare)) == len(prepare)
+    assert not {stage.name for stage in EXTRACT_STAGES} & set(prepare)
+
+
 # ---- the code fingerprint follows the stages' modules ----
 
 

@@ -113,7 +113,7 @@ def test_a_candidate_on_each_side_of_the_threshold_goes_to_its_file(tmp_path: Pa
     # At the threshold an item is kept; without a score (an unscored extraction) it goes on.
     assert sorted(item["candidate_id"] for item in items) == ["c1", "c3", "c4"]
     assert [(row["candidate_id"], row["validity_score"]) for row in set_aside] == [("c2", 0.2)]
-    assert report.stats["validity"].dropped == {"below_validity_threshold": 1}
+    assert report.stats["threshold"].dropped == {"below_validity_threshold": 1}
 
 
 def test_the_default_threshold_is_the_models() -> None:

@@ -38,8 +38,8 @@ def settle_garbage_collector() -> None:
 
     What the worker keeps for life (a spaCy model, word lists) is frozen: the collector no longer scans
     it on every full collection. Collections of young objects run less often: the per-line objects die
-    young without cycles, so reference counting frees them anyway. Together this saved about 7% of a
-    worker's CPU time on 300,000 comments (three runs side by side with the default settings).
+    young without cycles, so reference counting frees them anyway. Together this saves a measurable
+    share of a worker's CPU time (docs/measurements.md, `make bench`).
     """
     gc.freeze()
     gc.set_threshold(YOUNG_GENERATION_THRESHOLD, *gc.get_threshold()[1:])

@@ -61,8 +61,8 @@ def pronoun_forms(nlp: Language, pronouns: Iterable[str]) -> set[str]:
 
 
 class CaselessPattern:
-    """A pattern matched case-insensitively, as if compiled with IGNORECASE, but about twice as fast on
-    ASCII text (99.5% of the paragraphs of the 1M sample): that is searched case-sensitively in its
+    """A pattern matched case-insensitively, as if compiled with IGNORECASE, but faster on ASCII text
+    (nearly every Reddit paragraph; docs/measurements.md): that is searched case-sensitively in its
     lower-cased copy. Lower-casing ASCII moves no character and changes only A-Z, so with a pattern whose
     letters are all lower-case the matches start and end where IGNORECASE's do (their text is lower-cased).
     Other text is searched with the IGNORECASE pattern."""

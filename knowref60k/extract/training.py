@@ -15,8 +15,7 @@ from knowref60k.extract.nlp import model_version
 from knowref60k.extract.scorer_data import Example
 from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array
 
-# Small trees, a slow rate and strong regularisation: a few thousand examples (held-back average precision
-# 0.68 against 0.61 with 15-leaf trees, docs/extraction.md).
+# Small trees, a slow rate and strong regularisation: a few thousand examples (docs/decisions.md, 6).
 PARAMETERS: dict[str, Any] = {
     "max_iter": 300,
     "learning_rate": 0.02,

@@ -14,7 +14,7 @@ BELOW_THRESHOLD = "below_validity_threshold"
 
 
 class ValidityThreshold(Stage[Row, Row]):
-    name = "validity"
+    name = "threshold"
     unit = "candidates"
 
     def __init__(self, context: PrepareContext) -> None:
