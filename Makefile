@@ -16,8 +16,9 @@ export PREFECT_LOGGING_LEVEL ?= WARNING
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 
 LS_VENV ?= .venv-labelstudio
+EVAL_VENV ?= .venv-eval
 
-.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium bench-annotation bench-debias demo serve
+.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium bench-annotation bench-debias demo serve setup-eval
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -59,6 +60,20 @@ $(VENV)/.crowd: $(VENV)/.installed requirements-crowd.lock
 	@echo "set-up: installing requirements-crowd.lock into $(VENV) (crowd-kit for Dawid-Skene)"
 	@$(call install,$(PY),--no-deps --require-hashes -r requirements-crowd.lock)
 	@touch $@
+
+# Optional: model evaluation (`knowref60k evaluate`, the releases' lm-eval task) needs torch (CPU build),
+# transformers and lm-eval. They live in an environment of their own that sees everything of $(VENV)
+# (a .pth file adds its site-packages after its own): installed beside spaCy, torch would be imported by
+# every extraction worker (thinc imports it when it can). `make test` covers it, so it installs it.
+$(EVAL_VENV)/.installed: requirements-eval.lock | $(VENV)/.installed
+	@test -x $(EVAL_VENV)/bin/python || $(PYTHON) -m venv $(EVAL_VENV)
+	@echo "import site; site.addsitedir('$(CURDIR)/$(VENV)/lib/python3.11/site-packages')" \
+		> $(EVAL_VENV)/lib/python3.11/site-packages/knowref60k-main-environment.pth
+	@echo "set-up: installing requirements-eval.lock into $(EVAL_VENV) (torch CPU, transformers, lm-eval)"
+	@$(call install,$(EVAL_VENV)/bin/python,--no-deps --require-hashes -r requirements-eval.lock)
+	@touch $@
+
+setup-eval: $(EVAL_VENV)/.installed ## Model evaluation's environment, .venv-eval (torch CPU, transformers, lm-eval)
 
 $(VENV)/.compiled: $(VENV)/.model $(VENV)/.encoder $(VENV)/.crowd
 	@echo "set-up: byte-compiling $(VENV)"
@@ -106,7 +121,7 @@ chromium: ## Debian's Chromium for the browser test (apt-get when missing; a fai
 		{ echo "chromium could not be installed (apt-get install chromium, as root)" >&2; \
 		  [ "$$CI" != true ] && echo "outside CI the browser test will be skipped" >&2; }
 
-test: setup $(LS_VENV)/.installed chromium lint ## Lint plus the whole test suite
+test: setup $(EVAL_VENV)/.installed $(LS_VENV)/.installed chromium lint ## Lint plus the whole test suite
 	$(VENV)/bin/pytest -q
 
 eval: setup ## Recall against the KnowRef (2019) reference sentences

@@ -22,8 +22,30 @@ from tests.conftest import REPO
 from tests.test_release import synthetic_run
 
 # The phases from the bottom up: a module may import its own phase or one below, never one above.
-PHASES = ("core", "ingest", "extract", "prepare", "overlap", "debias", "labelling", "release", "cli")
-HEAVY_MODULES = ("spacy", "prefect", "thinc", "dask", "matplotlib", "scipy", "tokenizers")
+PHASES = (
+    "core",
+    "ingest",
+    "extract",
+    "prepare",
+    "overlap",
+    "debias",
+    "labelling",
+    "release",
+    "evaluate",
+    "cli",
+)
+HEAVY_MODULES = (
+    "spacy",
+    "prefect",
+    "thinc",
+    "dask",
+    "matplotlib",
+    "scipy",
+    "tokenizers",
+    "torch",
+    "transformers",
+    "lm_eval",
+)
 
 
 def package_modules() -> dict[str, Path]:
@@ -50,11 +72,14 @@ def imports_of(path: Path, known: Iterable[str]) -> set[str]:
 
 def phase_of(module: str) -> int:
     parts = module.split(".")
-    return PHASES.index(parts[1]) if len(parts) > 1 else len(PHASES)  # the package itself is on top
+    # The package itself and its `python -m` entry point are on top.
+    return PHASES.index(parts[1]) if len(parts) > 1 and parts[1] != "__main__" else len(PHASES)
 
 
 def test_every_module_lives_in_a_phase_package() -> None:
-    loose = [m for m in package_modules() if m.count(".") == 1 and m.split(".")[1] not in PHASES]
+    loose = [
+        m for m in package_modules() if m.count(".") == 1 and m.split(".")[1] not in (*PHASES, "__main__")
+    ]
     assert loose == []
 
 
@@ -259,3 +284,17 @@ def test_a_new_stage_invalidates_the_finished_marker(tmp_path: Path) -> None:
         redone = changed.extract_file(dump, tmp_path / "out")
     assert not redone.skipped and redone.rows == 0
     assert redone.stats["drop_all"].dropped == {"dropped_by_the_test": len(SENTENCES)}
+
+
+def test_extraction_and_preparation_never_import_the_eval_extra() -> None:
+    """torch, transformers and lm-eval are an optional extra: the pipeline runs without them."""
+    script = (
+        "import sys, json\n"
+        "import knowref60k.cli.app, knowref60k.extract.extractor, knowref60k.prepare.preparer\n"
+        "import flows.pipeline\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'transformers', 'lm_eval') if m in sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout) == []

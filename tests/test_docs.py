@@ -87,22 +87,30 @@ def check_knowref60k(arguments: list[str]) -> None:
 
 
 @cache
-def script_help(*command: str) -> str:
+def script_help(python: str, *command: str) -> str:
     result = subprocess.run(
-        [sys.executable, *command, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300
+        [python, *command, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, (command, result.stderr[-2000:])
     return result.stdout
 
 
-def check_python(arguments: list[str]) -> None:
+def check_python(program: str, arguments: list[str]) -> None:
+    """A module or script of the repository, or (in the model-evaluation environment) a tool installed
+    there, such as lm_eval."""
+    python = str(REPO / program) if program.startswith(".venv-eval/") else sys.executable
+    if arguments[:2] == ["-m", "knowref60k"]:
+        check_knowref60k(arguments[2:])
+        return
     if arguments[0] == "-m":
         module = arguments[1]
-        assert (REPO / (module.replace(".", "/") + ".py")).is_file(), f"no module {module}"
-        text = script_help("-m", module)
+        inside = (REPO / (module.replace(".", "/") + ".py")).is_file()
+        assert inside or python != sys.executable, f"no module {module}"
+        subcommand = [arguments[2]] if len(arguments) > 2 and arguments[2].isalpha() else []
+        text = script_help(python, "-m", module, *subcommand)
     else:
         assert (REPO / arguments[0]).is_file(), f"no script {arguments[0]}"
-        text = script_help(arguments[0])
+        text = script_help(python, arguments[0])
     for option in options(arguments):
         assert lists(text, option), f"{arguments[:2]} has no option {option}"
 
@@ -121,7 +129,7 @@ def run_line(words: list[str]) -> None:
     elif program.endswith("knowref60k"):
         check_knowref60k(arguments)
     elif program.endswith("python"):
-        check_python(arguments)
+        check_python(program, arguments)
     else:
         raise AssertionError(f"a command the docs test cannot run: {' '.join(words)}")
 

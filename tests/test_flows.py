@@ -334,7 +334,8 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     files = sorted(str(p.relative_to(release)) for p in release.rglob("*") if p.is_file())
     shards = [f"data/{split}-00000-of-00001.parquet" for split in sorted(SPLITS) if RELEASE_SPLITS[split]]
     jsonl = [f"jsonl/{split}.jsonl" for split in sorted(SPLITS)]
-    assert files == ["README.md", *shards, "funnel.png", *jsonl, "manifest.json"]
+    lm_eval = ["lm_eval/knowref60k.yaml", "lm_eval/utils.py"]
+    assert files == ["README.md", *shards, "funnel.png", *jsonl, *lm_eval, "manifest.json"]
     rows = [row for split in SPLITS for row in load_release(release, split).to_pylist()]
     assert sorted(row["id"] for row in rows) == kept
     assert all(

@@ -373,6 +373,8 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
         "jsonl/test.jsonl",
         "jsonl/train.jsonl",
         "jsonl/validation.jsonl",
+        "lm_eval/knowref60k.yaml",
+        "lm_eval/utils.py",
     ]
     assert [str(f) for f in files] == [*listed, "manifest.json"]
     for name in files:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from annotation.cli import annotate_app
-from knowref60k.cli import debias, evaluate, extract, prepare, release, setup
+from knowref60k.cli import debias, evaluate, extract, models, prepare, release, setup
 from knowref60k.cli.common import console
 from knowref60k.cli.overlap import overlap_app
 
@@ -66,5 +66,6 @@ app.command()(release.release)
 app.command()(release.stats)
 app.command()(debias.debias)
 app.command(name="eval")(evaluate.evaluate_recall)
+app.command(name="evaluate")(models.evaluate_models)
 app.command(name="setup-model")(setup.setup_model)
 app.add_typer(overlap_app, name="overlap")

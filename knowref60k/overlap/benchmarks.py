@@ -94,3 +94,31 @@ def _read_dpr(path: Path, name: str) -> Iterator[BenchmarkItem]:
             if row["index"] not in seen:
                 seen.add(row["index"])
                 yield BenchmarkItem(name, row["index"], first[: -len(filling)] + BLANK + rest, *options)
+
+
+def read_answered(root: Path, name: str) -> list[tuple[BenchmarkItem, int]]:
+    """A set's items with the index (0 or 1) of the right option, for scoring models."""
+    path = root / FILES[name]
+    items = _read_set(path, name)
+    if path.suffix == ".tsv":
+        answers = _dpr_answers(path)
+    else:
+        answers = {}
+        for number, line in enumerate(path.read_bytes().splitlines(), 1):
+            row = orjson.loads(line)
+            if str(row.get("answer")) not in ("1", "2"):
+                raise UserError(f"{path}, line {number}: no answer 1 or 2")
+            answers[row["qID"]] = int(row["answer"]) - 1
+    return [(item, answers[item.item_id]) for item in items]
+
+
+def _dpr_answers(path: Path) -> dict[str, int]:
+    """The option of the row labelled 1 (its filling is the referent), per index."""
+    answers: dict[str, int] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            options = (row["candidate0"], row["candidate1"])
+            filling = next((i for i, option in enumerate(options) if row["sentence1"].endswith(option)), None)
+            if row["label"] == "1" and filling is not None:
+                answers[row["index"]] = filling
+    return answers

@@ -32,6 +32,7 @@ from knowref60k.release.agreement import RELEASE_NAMES, AgreementReport
 from knowref60k.release.card import CardFacts, render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.labelled import Labelled, label
+from knowref60k.release.lm_eval_task import write_task
 from knowref60k.release.schema import hf_features, release_schema
 from knowref60k.release.splits import SPLITS, split_of
 
@@ -250,6 +251,7 @@ def _write_contents(
         files.append("aflite.png")
         aflite = {**debiased.report, "splits": {split: len(kept_rows) for split, kept_rows in kept.items()}}
     files += _write_jsonl(staging, rows)
+    files += write_task(staging)
     funnel = funnel_counts(inputs, labelled)
     render_funnel_png(funnel, staging / "funnel.png")
     files += ["README.md", "funnel.png"]
