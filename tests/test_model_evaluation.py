@@ -198,7 +198,7 @@ def test_knowref60k_evaluate_and_lm_eval_agree_on_a_tiny_model(tmp_path: Path) -
     in_eval_environment("-c", TINY_GPT2, str(model), *sentences, home=tmp_path)
     out = tmp_path / "ours"
     command = ["-m", "knowref60k", "evaluate", str(release), "--model", str(model), "--out", str(out)]
-    in_eval_environment(*command, "--shots", "0,1", "--seeds", "2", home=tmp_path)
+    in_eval_environment(*command, "--shots", "0,1", "--seeds", "2", "--batch-size", "5", home=tmp_path)
     ours = orjson.loads((out / "evaluation.json").read_bytes())
     assert ours["method"] == "causal partial scoring" and set(ours["results"]) == {"0-shot", "1-shot"}
     assert len(ours["results"]["1-shot"]["runs"]) == 2

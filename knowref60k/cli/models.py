@@ -38,6 +38,7 @@ def evaluate_models(
     seeds: Annotated[int, typer.Option(help="Few-shot draws of demonstrations, each its own run.")] = 3,
     device: Annotated[str, typer.Option(help="cpu, or cuda where a GPU is.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="float32, float16 or bfloat16.")] = "float32",
+    batch_size: Annotated[int, typer.Option(help="Problems scored per forward pass.")] = 8,
     benchmarks: Annotated[Path, typer.Option(help="Folder of the known benchmarks.")] = DEFAULT_BENCHMARKS,
     out: Annotated[Path, typer.Option(help="Folder for evaluation.json.")] = Path("output/evaluate"),
 ) -> None:
@@ -52,7 +53,7 @@ def evaluate_models(
         pool = release_problems(Path(target), "train") if kind == "release" and any(counts) else []
         if kind == "benchmark" and any(counts):
             raise UserError("few-shot demonstrations come from a release's train split: use --shots 0")
-        scorer = load_scorer(model, device, dtype)
+        scorer = load_scorer(model, device, dtype, batch_size)
         runs = sum(1 if count == 0 else seeds for count in counts)
         with progress_bar(in_bytes=False) as progress:
             task = progress.add_task(f"{target}: {len(problems):,} items", total=runs * len(problems))

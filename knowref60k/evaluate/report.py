@@ -36,13 +36,17 @@ def answers(
     pool: Sequence[Problem],
     progress: Callable[[], None] = lambda: None,
 ) -> list[tuple[int, list[float]]]:
-    """The option the model picks for each problem, and both options' scores."""
-    picked = []
-    for problem in problems:
-        demos = demonstrations(pool, problem, shots, seed) if shots else []
-        texts, rest = contexts(problem, demos, scorer.method)
-        picked.append(scorer.choose(texts, rest))
-        progress()
+    """The option the model picks for each problem, and both options' scores; `batch_size` problems
+    at a time."""
+    picked: list[tuple[int, list[float]]] = []
+    for start in range(0, len(problems), scorer.batch_size):
+        batch = problems[start : start + scorer.batch_size]
+        prompts = [
+            contexts(p, demonstrations(pool, p, shots, seed) if shots else [], scorer.method) for p in batch
+        ]
+        picked += scorer.choose_many(prompts)
+        for _ in batch:
+            progress()
     return picked
 
 

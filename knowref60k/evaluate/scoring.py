@@ -40,35 +40,63 @@ class Scorer:
     tokenizer: Any
     method: str
     device: str
+    batch_size: int = 1
 
     def choose(self, contexts: Sequence[str], continuation: str) -> tuple[int, list[float]]:
-        """The index of the best of two options, and their scores. For a causal LM `contexts` are the
-        partial contexts and `continuation` the rest; for a masked LM `contexts` are the filled sentences
-        with the option marked between the first pair of \\x00 characters."""
-        if self.method == CAUSAL:
-            scores = [self.loglikelihood(context, " " + continuation) for context in contexts]
-        else:
-            scores = [self.masked_score(text) for text in contexts]
-        return max(range(len(scores)), key=lambda i: (scores[i], -i)), scores
+        """The index of the best of two options, and their scores (see `choose_many`)."""
+        return self.choose_many([(contexts, continuation)])[0]
 
-    def loglikelihood(self, context: str, continuation: str) -> float:
-        """log P(continuation | context), tokenised as the harness does (`_encode_pair`)."""
-        torch = self._torch()
+    def choose_many(self, problems: Sequence[tuple[Sequence[str], str]]) -> list[tuple[int, list[float]]]:
+        """For each problem, the index of its best option and the options' scores. For a causal LM a
+        problem is its partial contexts and the rest of the sentence; for a masked LM, the filled
+        sentences with the option marked between the first pair of \\x00 characters."""
+        if self.method == CAUSAL:
+            flat = self.loglikelihoods(
+                [(context, " " + rest) for contexts, rest in problems for context in contexts]
+            )
+        else:
+            flat = [self.masked_score(text) for contexts, _ in problems for text in contexts]
+        results, start = [], 0
+        for contexts, _ in problems:
+            scores = flat[start : start + len(contexts)]
+            start += len(contexts)
+            results.append((max(range(len(scores)), key=lambda i: (scores[i], -i)), scores))
+        return results
+
+    def tokens(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """The model's input and the continuation's tokens, as the harness makes them (`_encode_pair`:
+        trailing spaces move to the continuation, whose tokens are those of the whole string after the
+        context's; no special tokens; the window cut on the left at the model's length)."""
         spaces = len(context) - len(context.rstrip())
         if spaces:
             context, continuation = context[:-spaces], context[-spaces:] + continuation
         whole = self.tokenizer.encode(context + continuation, add_special_tokens=False)
         context_tokens = self.tokenizer.encode(context, add_special_tokens=False)
-        continuation_tokens = whole[len(context_tokens) :]
         if not context_tokens:
             raise UserError("an empty context cannot be scored (a problem whose blank starts the sentence)")
         limit = int(getattr(self.model.config, "max_position_embeddings", 0) or len(whole))
-        window = (context_tokens + continuation_tokens)[-(limit + 1) :][:-1]
-        with torch.no_grad():
-            logits = self.model(torch.tensor([window], device=self.device)).logits[0]
-        logprobs = torch.log_softmax(logits.float(), dim=-1)[-len(continuation_tokens) :]
-        targets = torch.tensor(continuation_tokens, device=self.device)
-        return float(logprobs.gather(1, targets.unsqueeze(1)).sum())
+        continuation_tokens = whole[len(context_tokens) :]
+        return (context_tokens + continuation_tokens)[-(limit + 1) :][:-1], continuation_tokens
+
+    def loglikelihoods(self, requests: Sequence[tuple[str, str]]) -> list[float]:
+        """log P(continuation | context) of each request, `batch_size` sequences per forward pass (padded
+        on the right, which a causal model's earlier positions never see)."""
+        torch = self._torch()
+        encoded = [self.tokens(context, continuation) for context, continuation in requests]
+        scores = []
+        for start in range(0, len(encoded), self.batch_size):
+            batch = encoded[start : start + self.batch_size]
+            width = max(len(window) for window, _ in batch)
+            ids = torch.tensor(
+                [window + [0] * (width - len(window)) for window, _ in batch], device=self.device
+            )
+            with torch.no_grad():
+                logprobs = torch.log_softmax(self.model(ids).logits.float(), dim=-1)
+            for row, (window, targets) in enumerate(batch):
+                picked = logprobs[row, len(window) - len(targets) : len(window)]
+                target = torch.tensor(targets, device=self.device).unsqueeze(1)
+                scores.append(float(picked.gather(1, target).sum()))
+        return scores
 
     def masked_score(self, marked: str) -> float:
         """Sum of the log-probabilities of the option's tokens, all masked at once in the sentence."""
@@ -91,7 +119,7 @@ class Scorer:
         return torch
 
 
-def load_scorer(name: str, device: str = "cpu", dtype: str = "float32") -> Scorer:
+def load_scorer(name: str, device: str = "cpu", dtype: str = "float32", batch_size: int = 1) -> Scorer:
     """A Hugging Face causal or masked LM by path or name (whatever `transformers` can load, offline)."""
     torch, transformers = require_eval_extra()
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -110,4 +138,6 @@ def load_scorer(name: str, device: str = "cpu", dtype: str = "float32") -> Score
     model = loader.from_pretrained(name, torch_dtype=getattr(torch, dtype)).to(device).eval()
     if not causal and tokenizer.mask_token_id is None:
         raise UserError(f"--model {name}: neither a causal LM nor a masked LM with a mask token")
-    return Scorer(model, tokenizer, CAUSAL if causal else MASKED, device)
+    if batch_size < 1:
+        raise UserError(f"--batch-size {batch_size}: at least 1")
+    return Scorer(model, tokenizer, CAUSAL if causal else MASKED, device, batch_size)
