@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import knowref60k
 from annotation.votes import VOTE_SCHEMA
 from knowref60k.core.errors import UserError
-from knowref60k.evaluate.problems import Problem, benchmark_problems, demonstrations
+from knowref60k.evaluate.problems import Problem, demonstrations, load_problems
 from knowref60k.evaluate.report import accuracy_with_interval, breakdown
 from knowref60k.release.build import build_release
 from knowref60k.release.winogrande_form import is_possessive, to_winogrande
@@ -98,11 +98,41 @@ def test_the_benchmarks_are_read_with_their_answers() -> None:
     from tests.conftest import shared_file
 
     root = shared_file("data/benchmarks")
-    wsc = benchmark_problems("wsc273", root)
-    assert len(wsc) == 273 and wsc[0].options == ("city councilmen", "demonstrators") and wsc[0].answer == 0
-    dpr = benchmark_problems("dpr-test", root)
+    kind, wsc = load_problems("wsc273", "test", root)
+    assert kind == "benchmark" and len(wsc) == 273 and wsc[0].answer == 0
+    assert wsc[0].options == ("city councilmen", "demonstrators")
+    dpr = load_problems("dpr-test", "test", root)[1]
     assert {p.answer for p in dpr} == {0, 1} and all(p.sentence.count("_") >= 1 for p in dpr)
-    assert len(benchmark_problems("winogrande-dev", root)) > 1000
+    assert len(load_problems("winogrande-dev", "test", root)[1]) > 1000
+
+
+@pytest.mark.integration
+def test_an_overlap_index_splits_the_problems_by_bm25(tmp_path: Path) -> None:
+    """With `--overlap-index`, an item whose sentence the corpus holds is in `bm25 > 0`, the others in
+    `bm25 = 0`."""
+    from knowref60k.cli.app import app
+    from tests.conftest import shared_file
+
+    release = mixed_release(tmp_path)
+    problems = load_problems(str(release), "test", shared_file("data/benchmarks"))[1]
+    rows = {row["id"]: row for row in knowref60k.load_release(release, "test").to_pylist()}
+    quoted = rows[problems[0].item_id]["sentence"]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(f"{quoted}\nThe weather was fine all week.\nI like turtles.\n", encoding="utf-8")
+    index = tmp_path / "index"
+    assert CliRunner().invoke(app, ["overlap", "index", str(corpus), "--index", str(index)]).exit_code == 0
+    split = load_problems(str(release), "test", shared_file("data/benchmarks"), index)[1]
+    subsets = {problem.item_id: problem.overlap for problem in split}
+    assert subsets[problems[0].item_id] == "bm25 > 0"
+    assert set(subsets.values()) <= {"bm25 > 0", "bm25 = 0"} and len(subsets) == len(problems)
+    unrelated, elsewhere = tmp_path / "unrelated.txt", tmp_path / "elsewhere"
+    unrelated.write_text("The weather was fine all week.\nI like turtles.\n", encoding="utf-8")
+    assert (
+        CliRunner().invoke(app, ["overlap", "index", str(unrelated), "--index", str(elsewhere)]).exit_code
+        == 0
+    )
+    none = load_problems(str(release), "test", shared_file("data/benchmarks"), elsewhere)[1]
+    assert {problem.overlap for problem in none} == {"bm25 = 0"}
 
 
 # ---- in the model-evaluation environment (.venv-eval: torch, transformers, lm-eval) ----

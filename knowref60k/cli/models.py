@@ -40,6 +40,9 @@ def evaluate_models(
     dtype: Annotated[str, typer.Option(help="float32, float16 or bfloat16.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Problems scored per forward pass.")] = 8,
     benchmarks: Annotated[Path, typer.Option(help="Folder of the known benchmarks.")] = DEFAULT_BENCHMARKS,
+    overlap_index: Annotated[
+        Path | None, typer.Option(help="Overlap index (`overlap index`) for the BM25 > 0 / = 0 subsets.")
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder for evaluation.json.")] = Path("output/evaluate"),
 ) -> None:
     """Score a model on a release or a benchmark: accuracy with 95% bootstrap intervals, by subset."""
@@ -49,7 +52,7 @@ def evaluate_models(
 
     with user_errors():
         counts = shot_counts(shots)
-        kind, problems = load_problems(target, split, benchmarks)
+        kind, problems = load_problems(target, split, benchmarks, overlap_index)
         pool = release_problems(Path(target), "train") if kind == "release" and any(counts) else []
         if kind == "benchmark" and any(counts):
             raise UserError("few-shot demonstrations come from a release's train split: use --shots 0")

@@ -5,12 +5,14 @@ names) or from a known benchmark of `../shared/data/benchmarks` (WSC-273, WinoGr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from knowref60k.core.errors import UserError
+from knowref60k.overlap.audit import marked_release_row
 from knowref60k.overlap.benchmarks import read_answered
+from knowref60k.overlap.index import MarkedItem
 from knowref60k.release.load import load_release, read_manifest
 from knowref60k.release.winogrande_form import BLANK, scorable, to_winogrande
 
@@ -54,33 +56,49 @@ def release_problem(row: dict[str, Any]) -> Problem:
     )
 
 
-def release_problems(path: Path, split: str) -> list[Problem]:
+def release_rows(path: Path, split: str) -> list[dict[str, Any]]:
     read_manifest(path)  # a clear error for a folder that is not a release
-    rows = load_release(path, split).to_pylist()
-    return [release_problem(row) for row in rows if scorable(row)]
+    return [row for row in load_release(path, split).to_pylist() if scorable(row)]
 
 
-def benchmark_problems(name: str, root: Path) -> list[Problem]:
-    """A known benchmark's items with their answers."""
-    if name not in BENCHMARKS:
-        raise UserError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
-    return [
-        Problem(item.item_id, item.sentence, (item.option1, item.option2), answer)
-        for item, answer in read_answered(root, name)
-    ]
+def release_problems(path: Path, split: str) -> list[Problem]:
+    return [release_problem(row) for row in release_rows(path, split)]
 
 
-def load_problems(target: str, split: str, benchmarks_root: Path) -> tuple[str, list[Problem]]:
-    """What to score: a release folder's split, or a benchmark by name. Returns its kind and problems."""
+def load_problems(
+    target: str, split: str, benchmarks_root: Path, overlap_index: Path | None = None
+) -> tuple[str, list[Problem]]:
+    """What to score: a release folder's split, or a benchmark by name. Returns its kind and problems;
+    with an overlap index, each problem's overlap subset is its score against that index (else a
+    release's own audit columns give it)."""
     if target in BENCHMARKS:
-        return "benchmark", benchmark_problems(target, benchmarks_root)
-    path = Path(target)
-    if not path.exists():
-        raise UserError(f"{target}: neither a release folder nor a benchmark ({', '.join(BENCHMARKS)})")
-    problems = release_problems(path, split)
-    if not problems:
-        raise UserError(f"{target}: the release has no items in its {split} split")
-    return "release", problems
+        answered = read_answered(benchmarks_root, target)
+        problems = [Problem(i.item_id, i.sentence, (i.option1, i.option2), a) for i, a in answered]
+        marked = [item.marked() for item, _ in answered]
+    else:
+        path = Path(target)
+        if not path.exists():
+            raise UserError(f"{target}: neither a release folder nor a benchmark ({', '.join(BENCHMARKS)})")
+        rows = release_rows(path, split)
+        if not rows:
+            raise UserError(f"{target}: the release has no items in its {split} split")
+        problems, marked = [release_problem(row) for row in rows], [marked_release_row(row) for row in rows]
+    if overlap_index is not None:
+        problems = with_overlap(problems, marked, overlap_index, benchmarks_root)
+    return ("benchmark" if target in BENCHMARKS else "release"), problems
+
+
+def with_overlap(
+    problems: Sequence[Problem], marked: Sequence[MarkedItem], index: Path, benchmarks_root: Path
+) -> list[Problem]:
+    """Each problem's overlap subset by its BM25 score against an overlap index (`overlap index`)."""
+    from knowref60k.overlap.audit import OverlapAudit
+
+    columns = OverlapAudit.load(index, benchmarks_root).columns(marked)
+    return [
+        replace(problem, overlap="bm25 > 0" if column["overlap_bm25"] > 0 else "bm25 = 0")
+        for problem, column in zip(problems, columns, strict=True)
+    ]
 
 
 def demonstrations(pool: Sequence[Problem], problem: Problem, shots: int, seed: int) -> list[Problem]:
