@@ -290,6 +290,10 @@ def test_a_user_mistake_is_one_line(tmp_path: Path) -> None:
     release = mixed_release(tmp_path)
     shots = CliRunner().invoke(app, ["evaluate", str(release), "--model", "m", "--shots", "one"])
     assert shots.exit_code == 2 and "give whole numbers" in shots.output
+    seeds = CliRunner().invoke(
+        app, ["evaluate", str(release), "--model", "m", "--shots", "0,1", "--seeds", "0"]
+    )
+    assert seeds.exit_code == 2 and "--seeds 0: at least 1" in seeds.output
     # In the pipeline's environment there is no torch: the command says where it runs.
     no_torch = CliRunner().invoke(app, ["evaluate", str(release), "--model", str(tmp_path)])
     assert no_torch.exit_code == 2 and "make setup-eval" in no_torch.output

@@ -52,6 +52,8 @@ def evaluate_models(
 
     with user_errors():
         counts = shot_counts(shots)
+        if seeds < 1:
+            raise UserError(f"--seeds {seeds}: at least 1")
         kind, problems = load_problems(target, split, benchmarks, overlap_index)
         pool = release_problems(Path(target), "train") if kind == "release" and any(counts) else []
         if kind == "benchmark" and any(counts):
