@@ -16,7 +16,7 @@ from rich.text import Text
 from knowref60k.cli.common import ConfigOption, ModelOption, console, fail
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, load_config
 from knowref60k.core.errors import UserError
-from knowref60k.core.paths import VALIDITY_MODEL
+from knowref60k.core.validity_model import operating_point
 
 # Issue 29's targets, on the held-back parts.
 PRECISION_AT_RULES_YIELD, YIELD_AT_90 = 0.85, 60.0
@@ -48,7 +48,7 @@ def evaluate_recall(
         reference = load_reference(items)
         gold_items = load_gold(gold)
         comments = gold_metadata(gold)["source_comments"]
-        threshold = float(orjson.loads(VALIDITY_MODEL.read_bytes())["threshold"])
+        threshold = operating_point("threshold")
     except (UserError, OSError) as error:
         raise fail(error if isinstance(error, UserError) else UserError(str(error))) from None
     with console.status("extraction on the KnowRef sentences and the gold set; the score's curve"):

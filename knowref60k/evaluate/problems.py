@@ -11,10 +11,16 @@ from typing import Any
 
 from knowref60k.core.errors import UserError
 from knowref60k.overlap.audit import marked_release_row
-from knowref60k.overlap.benchmarks import read_answered
+from knowref60k.overlap.benchmarks import BenchmarkItem, read_set
 from knowref60k.overlap.index import MarkedItem
 from knowref60k.release.load import load_release, read_manifest
-from knowref60k.release.winogrande_form import BLANK, scorable, to_winogrande
+from knowref60k.release.winogrande_form import (
+    BLANK,
+    partial_contexts,
+    rest_after_blank,
+    scorable,
+    to_winogrande,
+)
 
 BENCHMARKS = ("wsc273", "winogrande-dev", "dpr-test")
 
@@ -28,17 +34,12 @@ class Problem:
     strength: int | None = None  # annotators agreeing (a release's 4 or 5)
     overlap: str | None = None  # "bm25 > 0" or "bm25 = 0" (a release with overlap scores)
 
-    @property
-    def blank(self) -> int:
-        return self.sentence.index(BLANK)
-
     def partial(self, option: int) -> str:
-        """The sentence up to the blank, filled with an option (WinoGrande's partial scoring context)."""
-        return self.sentence[: self.blank] + self.options[option]
+        """The sentence up to the blank, filled with an option (as the release's lm-eval task does)."""
+        return partial_contexts(self.sentence, self.options)[option]
 
     def rest(self) -> str:
-        """What follows the blank, the part whose likelihood is compared."""
-        return self.sentence[self.blank + 1 :].strip()
+        return rest_after_blank(self.sentence)
 
     def filled(self, option: int) -> str:
         return self.sentence.replace(BLANK, self.options[option], 1)
@@ -65,6 +66,12 @@ def release_problems(path: Path, split: str) -> list[Problem]:
     return [release_problem(row) for row in release_rows(path, split)]
 
 
+def benchmark_problem(item: BenchmarkItem) -> Problem:
+    if item.answer is None:
+        raise UserError(f"{item.benchmark}: item {item.item_id} has no answer")
+    return Problem(item.item_id, item.sentence, (item.option1, item.option2), item.answer)
+
+
 def load_problems(
     target: str, split: str, benchmarks_root: Path, overlap_index: Path | None = None
 ) -> tuple[str, list[Problem]]:
@@ -72,9 +79,8 @@ def load_problems(
     with an overlap index, each problem's overlap subset is its score against that index (else a
     release's own audit columns give it)."""
     if target in BENCHMARKS:
-        answered = read_answered(benchmarks_root, target)
-        problems = [Problem(i.item_id, i.sentence, (i.option1, i.option2), a) for i, a in answered]
-        marked = [item.marked() for item, _ in answered]
+        items = read_set(benchmarks_root, target)
+        problems, marked = [benchmark_problem(item) for item in items], [item.marked() for item in items]
     else:
         path = Path(target)
         if not path.exists():

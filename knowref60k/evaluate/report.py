@@ -11,6 +11,7 @@ from typing import Any
 
 from knowref60k.evaluate.problems import Problem, demonstrations
 from knowref60k.evaluate.scoring import CAUSAL, Scorer
+from knowref60k.release.winogrande_form import BLANK
 
 FEWSHOT_DELIMITER = "\n\n"
 BOOTSTRAP_SAMPLES = 1000
@@ -23,7 +24,7 @@ def contexts(problem: Problem, demos: Sequence[Problem], method: str) -> tuple[l
     if method == CAUSAL:
         return [prefix + problem.partial(i) for i in (0, 1)], problem.rest()
     marked = [
-        prefix + problem.sentence.replace("_", "\x00" + option + "\x00", 1) for option in problem.options
+        prefix + problem.sentence.replace(BLANK, "\x00" + option + "\x00", 1) for option in problem.options
     ]
     return marked, ""
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 from numpy.typing import NDArray
 from spacy.tokens import Doc
 
@@ -27,6 +26,7 @@ from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.errors import UserError
 from knowref60k.core.names import NameLexicon, census_first_names, ssa_name_counts
 from knowref60k.core.paths import VALIDITY_MODEL
+from knowref60k.core.validity_model import read_model
 from knowref60k.extract.persons import (
     NAME_SHAPE,
     NUMERIC_TYPES,
@@ -192,9 +192,7 @@ class TreeEnsemble:
 
     @classmethod
     def load(cls, path: Path = VALIDITY_MODEL) -> TreeEnsemble:
-        if not path.is_file():
-            raise UserError(f"validity model not found: {path} (rebuild it: data/scorer/build.py)")
-        model = orjson.loads(path.read_bytes())
+        model = read_model(path)
         if tuple(model["features"]) != FEATURES:
             raise UserError(f"{path}: made for other features than this code computes; rebuild it")
         trees = tuple({key: np.asarray(values) for key, values in tree.items()} for tree in model["trees"])

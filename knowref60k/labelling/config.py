@@ -9,11 +9,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from knowref60k.core.config import load_section
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
+from knowref60k.core.validity_model import operating_point
 from knowref60k.labelling.controls import DEFAULT_CONTROLS
 from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
 
@@ -62,7 +61,7 @@ class LabellingConfig:
             return self.skip_screening_above
         if not VALIDITY_MODEL.is_file():
             return 2.0  # no model: screen everything
-        return float(orjson.loads(VALIDITY_MODEL.read_bytes())["skip_screening_above"])
+        return operating_point("skip_screening_above")
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "skip_screening_above": self.skip_level}

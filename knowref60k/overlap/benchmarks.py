@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
@@ -33,6 +33,8 @@ class BenchmarkItem:
     sentence: str
     option1: str
     option2: str
+    # The right option, 0 or 1, where the file gives it.
+    answer: int | None = None
 
     def fillings(self) -> tuple[str, str]:
         return self.sentence.replace(BLANK, self.option1), self.sentence.replace(BLANK, self.option2)
@@ -56,7 +58,12 @@ def read_benchmarks(root: Path) -> dict[str, list[BenchmarkItem]]:
     """Every known set's items, by set name."""
     if not root.is_dir():
         raise UserError(f"benchmarks folder not found: {root} (expected ../shared/data/benchmarks)")
-    return {name: _read_set(root / relative, name) for name, relative in FILES.items()}
+    return {name: read_set(root, name) for name in FILES}
+
+
+def read_set(root: Path, name: str) -> list[BenchmarkItem]:
+    """One known set's items."""
+    return _read_set(root / FILES[name], name)
 
 
 def _read_set(path: Path, name: str) -> list[BenchmarkItem]:
@@ -70,14 +77,16 @@ def _read_blank_jsonl(path: Path, name: str) -> Iterator[BenchmarkItem]:
     for number, line in enumerate(path.read_bytes().splitlines(), 1):
         try:
             row = orjson.loads(line)
-            yield BenchmarkItem(name, row["qID"], row["sentence"], row["option1"], row["option2"])
+            answer = int(row["answer"]) - 1 if str(row.get("answer")) in ("1", "2") else None
+            yield BenchmarkItem(name, row["qID"], row["sentence"], row["option1"], row["option2"], answer)
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise UserError(f"{path}, line {number}: not a WinoGrande-style item ({error})") from None
 
 
 def _read_dpr(path: Path, name: str) -> Iterator[BenchmarkItem]:
-    """One item per `index`: sentence1 ends with the filling that replaced the pronoun."""
-    seen: set[str] = set()
+    """One item per `index`: sentence1 ends with the filling that replaced the pronoun; the filling of
+    the row labelled 1 is the right option."""
+    items: dict[str, BenchmarkItem] = {}
     with path.open(encoding="utf-8", newline="") as handle:
         for number, row in enumerate(csv.DictReader(handle, delimiter="\t"), 2):
             try:
@@ -88,37 +97,11 @@ def _read_dpr(path: Path, name: str) -> Iterator[BenchmarkItem]:
                 )
             except KeyError as error:
                 raise UserError(f"{path}, line {number}: no column {error}") from None
-            filling = next((o for o in options if first.endswith(o)), None)
+            filling = next((i for i, option in enumerate(options) if first.endswith(option)), None)
             if filling is None:
                 raise UserError(f"{path}, line {number}: sentence1 does not end with a candidate")
-            if row["index"] not in seen:
-                seen.add(row["index"])
-                yield BenchmarkItem(name, row["index"], first[: -len(filling)] + BLANK + rest, *options)
-
-
-def read_answered(root: Path, name: str) -> list[tuple[BenchmarkItem, int]]:
-    """A set's items with the index (0 or 1) of the right option, for scoring models."""
-    path = root / FILES[name]
-    items = _read_set(path, name)
-    if path.suffix == ".tsv":
-        answers = _dpr_answers(path)
-    else:
-        answers = {}
-        for number, line in enumerate(path.read_bytes().splitlines(), 1):
-            row = orjson.loads(line)
-            if str(row.get("answer")) not in ("1", "2"):
-                raise UserError(f"{path}, line {number}: no answer 1 or 2")
-            answers[row["qID"]] = int(row["answer"]) - 1
-    return [(item, answers[item.item_id]) for item in items]
-
-
-def _dpr_answers(path: Path) -> dict[str, int]:
-    """The option of the row labelled 1 (its filling is the referent), per index."""
-    answers: dict[str, int] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter="\t"):
-            options = (row["candidate0"], row["candidate1"])
-            filling = next((i for i, option in enumerate(options) if row["sentence1"].endswith(option)), None)
-            if row["label"] == "1" and filling is not None:
-                answers[row["index"]] = filling
-    return answers
+            sentence = first[: -len(options[filling])] + BLANK + rest
+            item = items.setdefault(row["index"], BenchmarkItem(name, row["index"], sentence, *options))
+            if row.get("label") == "1":
+                items[row["index"]] = replace(item, answer=filling)
+    yield from items.values()

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -18,10 +17,10 @@ from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
-from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
+from knowref60k.core.validity_model import operating_point
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import DedupIndex
@@ -61,9 +60,7 @@ def validity_threshold(config: PrepareConfig) -> float:
     """The config's threshold, or the one the shipped validity model was built with."""
     if config.validity_threshold >= 0:
         return config.validity_threshold
-    if not VALIDITY_MODEL.is_file():
-        raise UserError(f"validity model not found: {VALIDITY_MODEL} (rebuild it: data/scorer/build.py)")
-    return float(orjson.loads(VALIDITY_MODEL.read_bytes())["threshold"])
+    return operating_point("threshold")
 
 
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -73,14 +73,24 @@ def load_release_dataset(**_: Any) -> Any:
     return datasets.DatasetDict(splits)
 
 
+def partial_contexts(sentence: str, options: tuple[str, str]) -> list[str]:
+    """The sentence up to the blank, filled with each option: WinoGrande's partial scoring contexts."""
+    blank = sentence.index(BLANK)
+    return [sentence[:blank] + option for option in options]
+
+
+def rest_after_blank(sentence: str) -> str:
+    """What follows the blank: the continuation whose likelihood is compared."""
+    return sentence[sentence.index(BLANK) + 1 :].strip()
+
+
 def doc_to_text(doc: dict[str, Any]) -> int:
     return {"1": 0, "2": 1}[doc["answer"]]
 
 
 def doc_to_target(doc: dict[str, Any]) -> str:
-    return str(doc["sentence"][doc["sentence"].index(BLANK) + 1 :].strip())
+    return rest_after_blank(doc["sentence"])
 
 
 def doc_to_choice(doc: dict[str, Any]) -> list[str]:
-    blank = doc["sentence"].index(BLANK)
-    return [doc["sentence"][:blank] + option for option in (doc["option1"], doc["option2"])]
+    return partial_contexts(doc["sentence"], (doc["option1"], doc["option2"]))
