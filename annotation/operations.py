@@ -37,9 +37,11 @@ def push_new(
     `control_share` of the tasks (drawn the same way on every push, so a repeated push adds none). Items
     whose validity score is high enough to skip screening go straight to resolution."""
     items = list(read_items(item_paths))
-    skipping = [row for row in items if config.skips_screening(row.get("validity_score"))]
+    skipping: list[dict[str, Any]] = []
+    screened: list[dict[str, Any]] = []
+    for row in items:
+        (skipping if config.skips_screening(row.get("validity_score")) else screened).append(row)
     stage = first_stage(config)
-    screened = [row for row in items if not config.skips_screening(row.get("validity_score"))]
     controls = [row for path in config.controls for row in load_controls(Path(path))]
     drawn = draw_controls(
         controls, stage, len(screened), config.control_share, (row["sentence"] for row in items), ORDER_SEED
