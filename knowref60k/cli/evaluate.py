@@ -90,11 +90,13 @@ def score_report(
 ) -> dict[str, Any]:
     from knowref60k.extract.score_eval import evaluate_score
     from knowref60k.extract.scorer_data import examples
-    from knowref60k.extract.training import ablation, out_of_fold_by_sentence
+    from knowref60k.extract.training import ablation, out_of_fold_by_sentence, span_out_of_fold
 
     tune = [example for example in examples(items, model_name) if example.item.split == "tune"]
-    report = evaluate_score(items, settings, model_name, comments, threshold, out_of_fold_by_sentence(tune))
-    return {**report, "ablation": ablation(tune)}
+    span_scores = span_out_of_fold(model_name)
+    tune_scores = out_of_fold_by_sentence(tune, span_scores)
+    report = evaluate_score(items, settings, model_name, comments, threshold, tune_scores)
+    return {**report, "ablation": ablation(tune, span_scores)}
 
 
 def person_ablation(reference: Any, settings: Any, model_name: str) -> list[dict[str, Any]]:

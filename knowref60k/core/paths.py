@@ -13,3 +13,6 @@ BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"
 # The validity model (data/scorer/build.py trains it) and its default threshold.
 SCORER_DIR = DATA_DIR / "scorer"
 VALIDITY_MODEL = SCORER_DIR / "validity_model.json"
+# The fine-tuned encoder's low-rank adapters and head (data/scorer/finetune.py), and its out-of-fold scores.
+SPAN_ADAPTER = SCORER_DIR / "span_adapter.safetensors"
+SPAN_OUT_OF_FOLD = SCORER_DIR / "span_out_of_fold.json"

@@ -13,11 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from knowref60k.core.encoder import MiniLM
 from knowref60k.core.errors import UserError
 from knowref60k.core.figures import pyplot, save_figure
 from knowref60k.core.io import atomic_path, output_folder, write_json_atomic
 from knowref60k.debias.aflite import Parameters, Result, aflite
-from knowref60k.debias.encoder import MiniLM
 from knowref60k.debias.evidence import BINS, Evidence, evidence, first_component, pmi_subset, random_subset
 from knowref60k.debias.features import labels_of, ngram_features
 from knowref60k.debias.linear import Array, Features

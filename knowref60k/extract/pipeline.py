@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
-from knowref60k.core.records import Candidate, QuarantinedLine, Span
+from knowref60k.core.records import Candidate, QuarantinedLine
 from knowref60k.core.stage import Stage, chain, collect_stats, quarantined_by
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.context import ExtractContext
-from knowref60k.extract.records import LineBatch, Sentence
+from knowref60k.extract.records import LineBatch, Sentence, character_span
 from knowref60k.extract.stages.antecedents import AntecedentFilter
 from knowref60k.extract.stages.clean import Clean
 from knowref60k.extract.stages.connectives import ConnectiveFilter
@@ -81,18 +81,14 @@ def candidate(sentence: Sentence) -> Candidate:
     if doc is None or target is None or antecedents is None:
         raise ValueError(f"sentence {sentence.position} did not pass the antecedent stage")
 
-    def characters(start: int, end: int) -> Span:
-        last = doc[end - 1]
-        return Span(doc[start].idx, last.idx + len(last.text))
-
     first, second = antecedents
-    pronoun = characters(target.pronoun, target.pronoun + 1)
+    pronoun = character_span(doc, target.pronoun, target.pronoun + 1)
     return Candidate(
         comment=sentence.comment,
         sentence=sentence.text,
-        connective=characters(target.connective.start, target.connective.end),
-        antecedent1=characters(first.name_start, first.end),
-        antecedent2=characters(second.name_start, second.end),
+        connective=character_span(doc, target.connective.start, target.connective.end),
+        antecedent1=character_span(doc, first.name_start, first.end),
+        antecedent2=character_span(doc, second.name_start, second.end),
         pronoun=pronoun,
         pronoun_gender=TARGET_PRONOUNS[pronoun.of(sentence.text).lower()],
         validity_score=sentence.validity_score,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from spacy.tokens import Doc, Span
 
 from knowref60k.core.records import Comment
+from knowref60k.core.records import Span as CharacterSpan
 from knowref60k.ingest.readers import LineChunk
 
 
@@ -69,3 +70,9 @@ class Sentence:
     doc: Doc | None = None
     antecedents: tuple[NounPhrase, NounPhrase] | None = None
     validity_score: float | None = None
+
+
+def character_span(doc: Doc, start: int, end: int) -> CharacterSpan:
+    """Tokens `start:end` of a sentence's doc as characters of its text."""
+    last = doc[end - 1]
+    return CharacterSpan(doc[start].idx, last.idx + len(last.text))

@@ -1,15 +1,19 @@
 """Training the validity model (scikit-learn, imported only here): gradient-boosted trees on the judged
-candidates' features, the operating point from out-of-fold scores, the trees exported as JSON for
-`knowref60k.extract.validity`, and an ablation of the feature groups. `data/scorer/build.py` runs it."""
+candidates' features, the operating points from the out-of-fold scores of the whole score (the trees'
+and the fine-tuned encoder's, whose out-of-fold scores `data/scorer/finetune.py` stores), the trees
+exported as JSON for `knowref60k.extract.validity`, and an ablation. `data/scorer/build.py` runs it."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 
+from knowref60k.core.errors import UserError
+from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.gold import GOLD_FILE
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.scorer_data import Example
@@ -72,6 +76,22 @@ def out_of_fold(data: Sequence[Example], columns: Sequence[int] | None = None) -
     return scores
 
 
+def span_out_of_fold(model_name: str) -> dict[str, float]:
+    """The fine-tuned encoder's out-of-fold score of each tuning sentence, as `finetune.py` stored them."""
+    if not SPAN_OUT_OF_FOLD.is_file():
+        raise UserError(f"{SPAN_OUT_OF_FOLD} not found: run data/scorer/finetune.py first")
+    record = orjson.loads(SPAN_OUT_OF_FOLD.read_bytes())
+    if record["training"]["sha256"] != training_hash(model_name):
+        raise UserError(f"{SPAN_OUT_OF_FOLD}: made from another gold set or spaCy pipeline; rerun it")
+    scores: dict[str, float] = record["scores"]
+    return scores
+
+
+def combined(data: Sequence[Example], trees: Array, span_scores: Mapping[str, float]) -> Array:
+    """The validity score: the mean of both halves' probabilities."""
+    return np.asarray((trees + np.array([span_scores[e.item.sentence] for e in data])) / 2)
+
+
 def recall_point(scores: Array, labels: Array, recall: float) -> float:
     """The highest threshold that still keeps `recall` of the valid examples."""
     valid = np.sort(scores[labels == 1])[::-1]
@@ -115,7 +135,11 @@ def training_hash(model_name: str) -> str:
 
 
 def build_model(
-    data: Sequence[Example], model_name: str, keep_recall: float, skip_precision: float
+    data: Sequence[Example],
+    model_name: str,
+    keep_recall: float,
+    skip_precision: float,
+    span_scores: Mapping[str, float],
 ) -> dict[str, Any]:
     """The model as JSON, fitted on `data` (the tuning examples), with its two operating points on the
     out-of-fold scores: the threshold below which candidates are set aside (it keeps `keep_recall` of the
@@ -123,7 +147,7 @@ def build_model(
     `skip_precision` valid and go to resolution unscreened."""
     projected = projection(data)
     features, labels = matrix(data, projected)
-    scores = out_of_fold(data)
+    scores = combined(data, out_of_fold(data), span_scores)
     return {
         "features": list(FEATURES),
         "projection": projected,
@@ -138,6 +162,11 @@ def build_model(
             "parameters": PARAMETERS,
             "threshold_recall": keep_recall,
             "skip_screening_precision": skip_precision,
+            "span_model": {
+                "file": SPAN_ADAPTER.name,
+                "sha256": hashlib.sha256(SPAN_ADAPTER.read_bytes()).hexdigest(),
+                "out_of_fold": SPAN_OUT_OF_FOLD.name,
+            },
         },
     }
 
@@ -170,20 +199,29 @@ def feature_groups() -> dict[str, list[int]]:
     }
 
 
-def out_of_fold_by_sentence(data: Sequence[Example]) -> dict[str, float]:
+def out_of_fold_by_sentence(data: Sequence[Example], span_scores: Mapping[str, float]) -> dict[str, float]:
     """Each tuning sentence's out-of-fold score, for curves that must not use what the model saw."""
-    return {e.item.sentence: round(float(s), 6) for e, s in zip(data, out_of_fold(data), strict=True)}
+    scores = combined(data, out_of_fold(data), span_scores)
+    return {e.item.sentence: round(float(s), 6) for e, s in zip(data, scores, strict=True)}
 
 
-def ablation(data: Sequence[Example]) -> list[dict[str, Any]]:
-    """Average precision of the out-of-fold scores with every feature, and without each group in turn."""
+def ablation(data: Sequence[Example], span_scores: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Average precision of the whole score's out-of-fold values, without either half, and without each
+    feature group of the trees in turn (the encoder's half kept)."""
     from sklearn.metrics import average_precision_score
 
     labels = np.array([e.valid for e in data], dtype=int)
-    rows = [{"without": "(nothing)", "average_precision": average_precision_score(labels, out_of_fold(data))}]
+    trees = out_of_fold(data)
+    encoder = np.array([span_scores[e.item.sentence] for e in data])
+    scores = {
+        "(nothing)": combined(data, trees, span_scores),
+        "the fine-tuned encoder": trees,
+        "the trees": encoder,
+    }
     for group, columns in feature_groups().items():
         kept = [i for i in range(len(FEATURES)) if i not in set(columns)]
-        rows.append(
-            {"without": group, "average_precision": average_precision_score(labels, out_of_fold(data, kept))}
-        )
-    return [{**row, "average_precision": round(float(row["average_precision"]), 4)} for row in rows]
+        scores[f"trees' {group}"] = combined(data, out_of_fold(data, kept), span_scores)
+    return [
+        {"without": name, "average_precision": round(float(average_precision_score(labels, values)), 4)}
+        for name, values in scores.items()
+    ]

