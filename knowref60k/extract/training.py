@@ -17,7 +17,7 @@ from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.gold import GOLD_FILE
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.scorer_data import Example
-from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array
+from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array, combine
 
 # Small trees, a slow rate and strong regularisation: a few thousand examples (docs/decisions.md, 6).
 PARAMETERS: dict[str, Any] = {
@@ -88,8 +88,8 @@ def span_out_of_fold(model_name: str) -> dict[str, float]:
 
 
 def combined(data: Sequence[Example], trees: Array, span_scores: Mapping[str, float]) -> Array:
-    """The validity score: the mean of both halves' probabilities."""
-    return np.asarray((trees + np.array([span_scores[e.item.sentence] for e in data])) / 2)
+    """The whole score of each example from the trees' scores and the encoder's stored ones."""
+    return combine(trees, np.array([span_scores[e.item.sentence] for e in data]))
 
 
 def recall_point(scores: Array, labels: Array, recall: float) -> float:

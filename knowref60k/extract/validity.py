@@ -179,6 +179,11 @@ def _capitalised(text: str) -> bool:
     return len(text) > 1 and text[0].isupper() and not text.isupper()
 
 
+def combine(trees: Array, encoder: Array) -> Array:
+    """The validity score from its two halves' probabilities: their mean."""
+    return np.asarray((trees + encoder) / 2)
+
+
 @dataclass(frozen=True)
 class TreeEnsemble:
     """Gradient-boosted trees on numerical features, as scikit-learn's HistGradientBoostingClassifier
@@ -273,5 +278,5 @@ class ValidityScorer:
             )
             for doc, target, pair in candidates
         ]
-        scores = (trees + self.span_model.probabilities(spans)) / 2
+        scores = combine(trees, self.span_model.probabilities(spans))
         return [round(float(score), 6) for score in scores]
