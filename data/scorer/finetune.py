@@ -3,7 +3,7 @@ part of the gold set, and write the adapters and the out-of-fold scores the oper
 
     .venv-eval/bin/python data/scorer/finetune.py [--final-only] [--out-dir data/scorer]
 
-Runs in the model-evaluation environment (`make setup-eval`: torch CPU and transformers), about 20
+Runs in the model-evaluation environment (`make setup-eval`: torch CPU and transformers), about 10
 minutes on 2 cores: 5 fits grouped by comment for the out-of-fold scores, then one on the whole tuning
 part. `--final-only` skips the 5 folds (what `tests/test_scorer.py` rebuilds). Seeded; the `heldout` part
 is never read. Then run `data/scorer/build.py`, which fits the trees and picks the operating points on
