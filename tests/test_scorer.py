@@ -250,7 +250,7 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
     from knowref60k.extract.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
     from knowref60k.extract.scorer_data import examples
-    from knowref60k.extract.span_model import SpanModel
+    from knowref60k.extract.span_model import SpanModel, candidate_spans
 
     in_eval_environment("data/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path), home=tmp_path)
     rebuilt = tmp_path / SPAN_ADAPTER.name
@@ -258,11 +258,7 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
     assert {name: value.shape for name, value in load_file(str(rebuilt)).items()} == shapes
     held_back = [item for item in load_gold() if item.split == "heldout"]
     candidates = [
-        (
-            e.row["sentence"],
-            [Span(e.row[f"{n}_start"], e.row[f"{n}_end"]) for n in ("antecedent1", "antecedent2", "pronoun")],
-        )
-        for e in examples(held_back, resolve_model_name(None))
+        (e.row["sentence"], candidate_spans(e.row)) for e in examples(held_back, resolve_model_name(None))
     ]
     difference = SpanModel(rebuilt).probabilities(candidates) - SpanModel().probabilities(candidates)
     assert len(candidates) >= 400

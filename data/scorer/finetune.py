@@ -31,11 +31,10 @@ import torch
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.encoder import MiniLM
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
-from knowref60k.core.records import Span
 from knowref60k.extract.gold import load_gold
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.scorer_data import Example, examples
-from knowref60k.extract.span_model import MAX_TOKENS, span_masks
+from knowref60k.extract.span_model import MAX_TOKENS, candidate_spans, span_masks
 from knowref60k.extract.training import FOLDS, training_hash
 
 PARAMETERS: dict[str, Any] = {
@@ -87,20 +86,12 @@ class SpanClassifier(torch.nn.Module):
         return self.head(self.dropout(torch.cat([hidden[:, 0], means.flatten(1)], -1))).squeeze(-1)
 
 
-def spans(example: Example) -> list[Span]:
-    row = example.row
-    return [
-        Span(row[f"{name}_start"], row[f"{name}_end"]) for name in ("antecedent1", "antecedent2", "pronoun")
-    ]
-
-
 def tensors(base: MiniLM, batch: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Token ids, attention and span masks of a batch, tokenised as the numpy encoder does."""
     encodings = base.tokenizer.encode_batch([e.row["sentence"] for e in batch])
     length = len(encodings[0].ids)
-    masks = np.stack(
-        [span_masks(enc.offsets, spans(e), length) for enc, e in zip(encodings, batch, strict=True)]
-    )
+    pairs = zip(encodings, batch, strict=True)
+    masks = np.stack([span_masks(enc.offsets, candidate_spans(e.row), length) for enc, e in pairs])
     ids = torch.tensor([enc.ids for enc in encodings])
     attention = torch.tensor([enc.attention_mask for enc in encodings])
     return ids, attention, torch.from_numpy(masks)

@@ -7,8 +7,9 @@ merged into the encoder's weights once per worker, and the forward pass is numpy
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -21,6 +22,13 @@ from knowref60k.core.records import Span
 MAX_TOKENS = 128  # what the adapters were trained with; candidates are far shorter
 BATCH = 32
 A, B = ".lora_a", ".lora_b"
+
+
+def candidate_spans(row: Mapping[str, Any]) -> list[Span]:
+    """What the encoder reads of a candidate row (`core.records.Candidate.row`): both antecedents' and
+    the pronoun's characters."""
+    names = ("antecedent1", "antecedent2", "pronoun")
+    return [Span(row[f"{name}_start"], row[f"{name}_end"]) for name in names]
 
 
 def span_masks(offsets: Sequence[tuple[int, int]], spans: Sequence[Span], length: int) -> Array:

@@ -214,13 +214,13 @@ def ablation(data: Sequence[Example], span_scores: Mapping[str, float]) -> list[
     trees = out_of_fold(data)
     encoder = np.array([span_scores[e.item.sentence] for e in data])
     scores = {
-        "(nothing)": combined(data, trees, span_scores),
+        "(nothing)": combine(trees, encoder),
         "the fine-tuned encoder": trees,
         "the trees": encoder,
     }
     for group, columns in feature_groups().items():
         kept = [i for i in range(len(FEATURES)) if i not in set(columns)]
-        scores[f"trees' {group}"] = combined(data, out_of_fold(data, kept), span_scores)
+        scores[f"trees' {group}"] = combine(out_of_fold(data, kept), encoder)
     return [
         {"without": name, "average_precision": round(float(average_precision_score(labels, values)), 4)}
         for name, values in scores.items()
