@@ -287,3 +287,28 @@ def test_the_score_ranks_the_held_back_gold_candidates() -> None:
     kept = scores >= orjson.loads(VALIDITY_MODEL.read_bytes())["threshold"]
     assert valid[kept].sum() / valid.sum() >= 0.90
     assert valid[kept].mean() >= valid.mean() + 0.08
+
+
+@pytest.mark.integration
+def test_the_learning_curve_starts_from_the_shipped_scores_and_drops_with_less_data(tmp_path: Path) -> None:
+    """`learning_curve.py`: its whole-data row is the shipped model's out-of-fold quality (what `make eval`
+    reports for the tuning part), and training each fold on a tenth of its comments ranks worse."""
+    from sklearn.metrics import average_precision_score
+
+    from knowref60k.extract.gold import load_gold
+    from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.extract.scorer_data import examples
+    from knowref60k.extract.training import combined, out_of_fold, span_out_of_fold
+
+    out = tmp_path / "curve.json"
+    in_eval_environment("data/scorer/learning_curve.py", "--shares", "0.1", "--out", str(out), home=tmp_path)
+    curve = orjson.loads(out.read_bytes())
+    model_name = resolve_model_name(None)
+    tune = [e for e in examples(load_gold(), model_name) if e.item.split == "tune"]
+    scores = combined(tune, out_of_fold(tune), span_out_of_fold(model_name))
+    shipped = average_precision_score([e.valid for e in tune], scores)
+    assert sorted(curve) == ["0.1", "1.0"]
+    assert curve["1.0"]["average_precision_score"] == pytest.approx(shipped, abs=1e-4)
+    for half in ("trees", "encoder", "score"):
+        assert curve["0.1"][f"average_precision_{half}"] < curve["1.0"][f"average_precision_{half}"]
+    assert curve["0.1"]["precision_at_rules_yield"] <= curve["1.0"]["precision_at_rules_yield"]

@@ -1,0 +1,130 @@
+"""How the validity score grows with judged data: the tuning part's out-of-fold quality when each of the 5
+folds (grouped by comment) trains on only a share of its comments, for the trees, the fine-tuned
+encoder and the score (their mean).
+
+    .venv-eval/bin/python data/scorer/learning_curve.py [--shares 0.25,0.5] [--out learning-curve.json]
+
+Runs in the model-evaluation environment, about 8 minutes on 2 cores for the default shares; the whole
+share is the shipped out-of-fold scores (`span_out_of_fold.json` and the trees'), not refitted. Seeded:
+both halves drop the same comments. Prints per share the average precision over all tuning candidates
+and, on the single-connective candidates `make eval` measures, the precision at the rules' yield and the
+yield at 90% precision, with thresholds picked on the same scores (optimistic: compare shares with each
+other, not with the held-back part). The `heldout` part is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import torch
+from finetune import fit as fit_encoder
+from finetune import predict
+from sklearn.metrics import average_precision_score
+from sklearn.model_selection import GroupKFold
+
+from knowref60k.core.config import ExtractConfig
+from knowref60k.core.encoder import MiniLM
+from knowref60k.extract.gold import GoldItem, gold_metadata, load_gold, score_gold
+from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.score_eval import curve, judged_candidates, point, threshold_for
+from knowref60k.extract.scorer_data import Example, examples
+from knowref60k.extract.span_model import MAX_TOKENS
+from knowref60k.extract.training import FOLDS, matrix, out_of_fold, projection, span_out_of_fold
+from knowref60k.extract.training import fit as fit_trees
+from knowref60k.extract.validity import Array, combine
+
+
+def kept_rows(train: Sequence[int], groups: Sequence[str], share: float) -> list[int]:
+    """The training rows of a seeded `share` of the fold's comments."""
+    comments = sorted({groups[i] for i in train})
+    random.Random(0).shuffle(comments)
+    chosen = set(comments[: round(len(comments) * share)])
+    return [i for i in train if groups[i] in chosen]
+
+
+def share_scores(tune: list[Example], share: float, base: MiniLM) -> dict[str, Array]:
+    """Out-of-fold scores of both halves and of the score, each fold trained on `share` of its comments."""
+    features, labels = matrix(tune, projection(tune))
+    groups = [e.item.comment_id for e in tune]
+    trees, encoder = np.zeros(len(tune)), np.zeros(len(tune))
+    for train, test in GroupKFold(FOLDS).split(tune, groups=groups):
+        kept = kept_rows(train, groups, share)
+        trees[test] = fit_trees(features[kept], labels[kept]).predict_proba(features[test])[:, 1]
+        encoder[test] = predict(base, fit_encoder(base, [tune[i] for i in kept]), [tune[i] for i in test])
+    return {"trees": trees, "encoder": encoder, "score": combine(trees, encoder)}
+
+
+def whole_scores(tune: list[Example], model_name: str) -> dict[str, Array]:
+    """The shipped model's out-of-fold scores (every comment of each training fold)."""
+    trees = out_of_fold(tune)
+    stored = span_out_of_fold(model_name)
+    encoder = np.array([stored[e.item.sentence] for e in tune])
+    return {"trees": trees, "encoder": encoder, "score": combine(trees, encoder)}
+
+
+@dataclass(frozen=True)
+class TuningTargets:
+    """What turns the tuning candidates' scores into `make eval`'s two targets."""
+
+    items: list[GoldItem]
+    model_name: str
+    comments: int
+    share: float  # the tuning part's share of all single-connective candidates
+    rules_yield: float
+
+    @classmethod
+    def measure(cls, gold: list[GoldItem], model_name: str) -> TuningTargets:
+        config, comments = ExtractConfig(), gold_metadata()["source_comments"]
+        items = [item for item in gold if item.split == "tune"]
+        tune = len(judged_candidates(items, config, model_name, {item.sentence: 0.0 for item in items}))
+        heldout = len(judged_candidates(gold, config, model_name, {}))  # no scores: tuning ones left out
+        rules_yield = score_gold(gold, config, model_name, comments)["valid_per_million_comments"]
+        return cls(items, model_name, comments, tune / (tune + heldout), rules_yield)
+
+    def of(self, tune: list[Example], scores: Array) -> dict[str, Any]:
+        by_sentence = {e.item.sentence: float(s) for e, s in zip(tune, scores, strict=True)}
+        judged = judged_candidates(self.items, ExtractConfig(), self.model_name, by_sentence)
+        points = curve(judged, self.comments, self.share)
+        at_rules = point(judged, threshold_for(points, yield_=self.rules_yield), self.comments, self.share)
+        at_90 = point(judged, threshold_for(points, precision=0.9), self.comments, self.share)
+        return {"precision_at_rules_yield": at_rules["precision"], "per_million_at_90": at_90["per_million"]}
+
+
+def summary(tune: list[Example], scores: dict[str, Array], targets: TuningTargets) -> dict[str, Any]:
+    labels = np.array([e.valid for e in tune], dtype=int)
+    result: dict[str, Any] = {
+        f"average_precision_{name}": round(float(average_precision_score(labels, values)), 4)
+        for name, values in scores.items()
+    }
+    return result | targets.of(tune, scores["score"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shares", default="0.25,0.5", help="shares of each fold's comments to train on")
+    parser.add_argument("--out", type=Path, help="also write the results as JSON")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    model_name = resolve_model_name(ExtractConfig().model)
+    gold = load_gold()
+    tune = [e for e in examples(gold, model_name) if e.item.split == "tune"]
+    targets = TuningTargets.measure(gold, model_name)
+    base = MiniLM(max_tokens=MAX_TOKENS)
+    results = {"1.0": summary(tune, whole_scores(tune, model_name), targets)}
+    print(f"share 1.0: {results['1.0']}", flush=True)
+    for share in sorted({float(s) for s in args.shares.split(",")} - {1.0}):
+        results[str(share)] = summary(tune, share_scores(tune, share, base), targets)
+        print(f"share {share}: {results[str(share)]}", flush=True)
+    if args.out:
+        args.out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+if __name__ == "__main__":
+    main()
