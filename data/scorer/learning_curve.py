@@ -9,7 +9,8 @@ share is the shipped out-of-fold scores (`span_out_of_fold.json` and the trees')
 both halves drop the same comments. Prints per share the average precision over all tuning candidates
 and, on the single-connective candidates `make eval` measures, the precision at the rules' yield and the
 yield at 90% precision, with thresholds picked on the same scores (optimistic: compare shares with each
-other, not with the held-back part). The `heldout` part is never read.
+other, not with the held-back part). Nothing is fitted or picked on the `heldout` part: it gives only
+what `make eval` takes from it for the scale, the rules' yield and the tuning part's share of candidates.
 """
 
 from __future__ import annotations
