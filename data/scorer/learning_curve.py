@@ -9,8 +9,8 @@ share is the shipped out-of-fold scores (`span_out_of_fold.json` and the trees')
 both halves drop the same comments. Prints per share the average precision over all tuning candidates
 and, on the single-connective candidates `make eval` measures, the precision at the rules' yield and the
 yield at 90% precision, with thresholds picked on the same scores (optimistic: compare shares with each
-other, not with the held-back part). Nothing is fitted or picked on the `heldout` part: it gives only
-what `make eval` takes from it for the scale, the rules' yield and the tuning part's share of candidates.
+other, not with the held-back part). The targets are computed by `make eval`'s own function; nothing is
+fitted or picked on the `heldout` part, which gives only the per-million scale and the rules' yield.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,9 @@ from sklearn.model_selection import GroupKFold
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.encoder import MiniLM
-from knowref60k.extract.gold import GoldItem, gold_metadata, load_gold, score_gold
+from knowref60k.extract.gold import GoldItem, gold_metadata, load_gold
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.extract.score_eval import curve, judged_candidates, point, threshold_for
+from knowref60k.extract.score_eval import evaluate_score
 from knowref60k.extract.scorer_data import Example, examples
 from knowref60k.extract.span_model import MAX_TOKENS
 from knowref60k.extract.training import FOLDS, matrix, out_of_fold, projection, span_out_of_fold
@@ -70,41 +69,29 @@ def whole_scores(tune: list[Example], model_name: str) -> dict[str, Array]:
     return {"trees": trees, "encoder": encoder, "score": combine(trees, encoder)}
 
 
-@dataclass(frozen=True)
-class TuningTargets:
-    """What turns the tuning candidates' scores into `make eval`'s two targets."""
-
-    items: list[GoldItem]
-    model_name: str
-    comments: int
-    share: float  # the tuning part's share of all single-connective candidates
-    rules_yield: float
-
-    @classmethod
-    def measure(cls, gold: list[GoldItem], model_name: str) -> TuningTargets:
-        config, comments = ExtractConfig(), gold_metadata()["source_comments"]
-        items = [item for item in gold if item.split == "tune"]
-        tune = len(judged_candidates(items, config, model_name, {item.sentence: 0.0 for item in items}))
-        heldout = len(judged_candidates(gold, config, model_name, {}))  # no scores: tuning ones left out
-        rules_yield = score_gold(gold, config, model_name, comments)["valid_per_million_comments"]
-        return cls(items, model_name, comments, tune / (tune + heldout), rules_yield)
-
-    def of(self, tune: list[Example], scores: Array) -> dict[str, Any]:
-        by_sentence = {e.item.sentence: float(s) for e, s in zip(tune, scores, strict=True)}
-        judged = judged_candidates(self.items, ExtractConfig(), self.model_name, by_sentence)
-        points = curve(judged, self.comments, self.share)
-        at_rules = point(judged, threshold_for(points, yield_=self.rules_yield), self.comments, self.share)
-        at_90 = point(judged, threshold_for(points, precision=0.9), self.comments, self.share)
-        return {"precision_at_rules_yield": at_rules["precision"], "per_million_at_90": at_90["per_million"]}
+def tuning_targets(
+    gold: list[GoldItem], tune: list[Example], scores: Array, model_name: str
+) -> dict[str, Any]:
+    """`make eval`'s two targets on the tuning part (`score_eval.evaluate_score`) with these scores as
+    the tuning sentences' out-of-fold ones."""
+    by_sentence = {e.item.sentence: float(s) for e, s in zip(tune, scores, strict=True)}
+    comments = gold_metadata()["source_comments"]
+    points = evaluate_score(gold, ExtractConfig(), model_name, comments, 0.0, by_sentence)["tune"]
+    return {
+        "precision_at_rules_yield": points["rules_yield"]["precision"],
+        "per_million_at_90": points["precision_90"]["per_million"],
+    }
 
 
-def summary(tune: list[Example], scores: dict[str, Array], targets: TuningTargets) -> dict[str, Any]:
+def summary(
+    gold: list[GoldItem], tune: list[Example], scores: dict[str, Array], model_name: str
+) -> dict[str, Any]:
     labels = np.array([e.valid for e in tune], dtype=int)
     result: dict[str, Any] = {
         f"average_precision_{name}": round(float(average_precision_score(labels, values)), 4)
         for name, values in scores.items()
     }
-    return result | targets.of(tune, scores["score"])
+    return result | tuning_targets(gold, tune, scores["score"], model_name)
 
 
 def main() -> None:
@@ -116,12 +103,11 @@ def main() -> None:
     model_name = resolve_model_name(ExtractConfig().model)
     gold = load_gold()
     tune = [e for e in examples(gold, model_name) if e.item.split == "tune"]
-    targets = TuningTargets.measure(gold, model_name)
     base = MiniLM(max_tokens=MAX_TOKENS)
-    results = {"1.0": summary(tune, whole_scores(tune, model_name), targets)}
+    results = {"1.0": summary(gold, tune, whole_scores(tune, model_name), model_name)}
     print(f"share 1.0: {results['1.0']}", flush=True)
     for share in sorted({float(s) for s in args.shares.split(",")} - {1.0}):
-        results[str(share)] = summary(tune, share_scores(tune, share, base), targets)
+        results[str(share)] = summary(gold, tune, share_scores(tune, share, base), model_name)
         print(f"share {share}: {results[str(share)]}", flush=True)
     if args.out:
         args.out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2) + b"\n")
