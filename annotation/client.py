@@ -7,6 +7,7 @@ or ServiceUnavailable with what to do; local state is written only after the ser
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from annotation.settings import Settings
+from annotation.settings import SECRET_HEADER, WEBHOOK_ACTIONS, Settings, receiver_url, webhook_secret
 from annotation.tasks import TASK_BUILDERS
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import read_rows
@@ -104,6 +105,9 @@ class LabelStudioClient:
     def __init__(self, settings: Settings, timeout: float = 120.0) -> None:
         self.settings = settings
         self.sdk = LabelStudio(base_url=settings.url, api_key=settings.api_key, timeout=timeout)  # type: ignore[no-untyped-call]
+        # Projects made with another `maximum_annotations` than the rule's initial overlap: the overlap
+        # their new tasks are given after import.
+        self.overlap_at_import: dict[int, int] = {}
 
     def __enter__(self) -> LabelStudioClient:
         return self
@@ -141,10 +145,12 @@ class LabelStudioClient:
         projects: list[Any] = self.call(lambda: list(self.sdk.projects.list(title=title)))
         return next((project for project in projects if project.title == title), None)
 
-    def ensure_project(self, stage: str, votes_limit: int) -> int:
+    def ensure_project(self, stage: str, initial_overlap: int) -> int:
         """The stage's project id, creating it if it does not exist, with the annotators' data-manager
-        view. `votes_limit` (the most votes the stage's rule needs) becomes its `maximum_annotations`,
-        which is never changed afterwards: Label Studio reopens closed tasks when it changes."""
+        view and the webhook that settles each vote. `initial_overlap` (the annotators a task nobody has
+        voted on admits) becomes its `maximum_annotations`, which Label Studio gives every imported task;
+        it is never changed afterwards (Label Studio resets every task's overlap when it changes): tasks
+        imported into an older project that admits more get their overlap set one by one."""
         project = self.find_project(stage)
         if project is None:
             spec = STAGE_PROJECTS[stage]
@@ -156,21 +162,36 @@ class LabelStudioClient:
                 expert_instruction=spec.guidelines,
                 show_instruction=True,
                 show_skip_button=True,
-                maximum_annotations=votes_limit,
+                maximum_annotations=initial_overlap,
                 # Tasks with a validity score are served by it (best first); the score stays hidden.
                 sampling="Uncertainty sampling",
                 model_version=PRIORITY_MODEL,
                 show_collab_predictions=False,
             )
             log.info("created project %s (%s)", project.id, self.title(stage))
-        elif project.maximum_annotations < votes_limit:
-            raise UserError(
-                f"project {self.title(stage)!r} takes at most {project.maximum_annotations} votes per task, "
-                f"the rule needs {votes_limit}; a rule that needs more votes needs a new project"
-            )
         project_id = int(project.id or 0)
+        if project.maximum_annotations != initial_overlap:
+            self.overlap_at_import[project_id] = initial_overlap
         self.ensure_annotator_view(project_id)
+        self.ensure_webhook(project_id)
         return project_id
+
+    def ensure_webhook(self, project: int) -> None:
+        """The project's webhook to the vote receiver (annotation.receiver), with the shared secret."""
+        url = receiver_url(self.settings)
+        hooks: list[Any] = self.call(self.sdk.webhooks.list, project=str(project))
+        if any(hook.url == url and hook.project == project for hook in hooks):
+            return
+        self.call(
+            self.sdk.webhooks.create,
+            url=url,
+            project=project,
+            send_payload=True,
+            send_for_all_actions=False,
+            actions=list(WEBHOOK_ACTIONS),
+            headers={SECRET_HEADER: webhook_secret(self.settings)},
+            is_active=True,
+        )
 
     def ensure_annotator_view(self, project: int) -> None:
         """The project's data-manager tab for annotators: the sentence as text, no markup, ids or answers.
@@ -203,33 +224,53 @@ class LabelStudioClient:
         self,
         items: Iterable[Mapping[str, Any]],
         stage: str,
-        votes_limit: int,
+        initial_overlap: int,
         seed: int,
         batch_size: int = 1000,
     ) -> PushReport:
         """Import items not yet in the stage's project, in batches. The server is the record of what is
         there, so a push that was interrupted (or repeated) imports only what is missing."""
-        project = self.ensure_project(stage, votes_limit)
+        project = self.ensure_project(stage, initial_overlap)
         present = {task["data"]["item_id"] for task in self.export(project)}
         total = pushed = 0
-        batch: list[dict[str, Any]] = []
+        batch: list[Mapping[str, Any]] = []
         for item in items:
             total += 1
             if item["candidate_id"] in present:
                 continue
             present.add(item["candidate_id"])
-            batch.append(_with_priority(TASK_BUILDERS[stage](item, seed), item))
+            batch.append(item)
             if len(batch) >= batch_size:
-                pushed += self._import(project, batch)
+                pushed += self.import_tasks(project, stage, batch, seed)
                 batch = []
         if batch:
-            pushed += self._import(project, batch)
+            pushed += self.import_tasks(project, stage, batch, seed)
         return PushReport(total, total - pushed, pushed, len(present))
 
-    def _import(self, project: int, tasks: list[dict[str, Any]]) -> int:
+    def import_tasks(self, project: int, stage: str, items: list[Mapping[str, Any]], seed: int) -> int:
+        """The items as tasks of the stage; returns how many were imported."""
+        tasks = [_with_priority(TASK_BUILDERS[stage](item, seed), item) for item in items]
         result = self.call(self.sdk.projects.import_tasks, project, request=tasks, return_task_ids=True)
         log.info("imported %d tasks", result.task_count)
+        overlap = self.overlap_at_import.get(project)
+        # Community's synchronous import answers with the new tasks' ids.
+        for task_id in getattr(result, "task_ids", None) or [] if overlap else []:
+            self.call(self.sdk.tasks.update, str(task_id), overlap=overlap)
         return int(result.task_count or 0)
+
+    def has_item(self, project: int, item_id: str) -> bool:
+        """Whether the project holds a task of the item (one filtered query, not an export)."""
+        condition = {
+            "filter": "filter:tasks:data.item_id",
+            "operator": "equal",
+            "type": "String",
+            "value": item_id,
+        }
+        query = json.dumps({"filters": {"conjunction": "and", "items": [condition]}})
+        found: list[Any] = self.call(
+            lambda: list(self.sdk.tasks.list(project=project, query=query, fields="task_only", page_size=10))
+        )
+        return any(task.data.get("item_id") == item_id for task in found)
 
     # ---- closing ----
 

@@ -22,8 +22,8 @@ from annotation.votes import VOTE_SCHEMA, VoteCounts, votes_from_export
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import atomic_path, write_json_atomic
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.decisions import RESOLUTION, SCREENING, STAGES, Rule, decide
-from knowref60k.labelling.separation import ROLE_STAGES, explain, separate
+from knowref60k.labelling.decisions import STAGES, distinct_votes
+from knowref60k.labelling.separation import explain, separate
 
 TASK_SCHEMA = pa.schema(
     [
@@ -57,9 +57,8 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
         counts.add(stage_counts)
     role_by_email = roles(client.settings)
     separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()})
-    rules: dict[str, Rule] = {SCREENING: config.screening_rule, RESOLUTION: config.resolution_rule}
     closed = {
-        stage: close_decided(client, states[stage], separated.accepted, rules[stage]) for stage in states
+        stage: apply_queue_states(client, states[stage], separated.accepted, config) for stage in states
     }
     changes = _changes(out_dir / "votes.parquet", separated.accepted)
     _write(out_dir, separated.accepted, [row for rows in states.values() for row in rows])
@@ -100,46 +99,35 @@ def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dic
     ]
 
 
-def close_decided(
-    client: LabelStudioClient, tasks: list[dict[str, Any]], votes: Iterable[Mapping[str, Any]], rule: Rule
+def apply_queue_states(
+    client: LabelStudioClient,
+    tasks: list[dict[str, Any]],
+    votes: Iterable[Mapping[str, Any]],
+    config: LabellingConfig,
 ) -> dict[str, int]:
-    """Close every open task whose item `rule` has decided (with the votes of the tasks' stage), and
-    reopen a task Label Studio closed by itself on votes that were refused, so it gets the votes it
-    still needs. The task rows are updated to their new state; returns how many of each."""
+    """Set every task to the queue state its accepted votes call for: closed once decided (an audit item
+    once it has all its votes), else admitting its votes plus the further votes its rule can still use.
+    The receiver does this per vote; here it is done for every task, which repairs whatever the receiver
+    missed. The task rows are updated to their new state; returns how many were closed, reopened (closed
+    by Label Studio itself on refused votes, or after a vote was withdrawn) and given another overlap."""
     by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     stages = {task["stage"] for task in tasks}
     for vote in votes:
         if vote["stage"] in stages:
             by_item[vote["item_id"]].append(vote)
-    changed = {"closed": 0, "reopened": 0}
+    changed = {"closed": 0, "reopened": 0, "overlap_set": 0}
     for task in tasks:
-        decided = decide(task["item_id"], by_item.get(task["item_id"], []), rule).decided
-        if decided == task["is_labeled"]:
+        choices = [vote["choice"] for vote in distinct_votes(by_item.get(task["item_id"], []))]
+        state = config.queue_state(task["stage"], task["item_id"], choices, task["annotators"])
+        if (state.overlap, state.closed) == (task["overlap"], task["is_labeled"]):
             continue
-        task["overlap"] = max(1, task["annotators"]) if decided else task["annotators"] + 1
-        task["is_labeled"] = decided
-        client.set_queue_state(task["task_id"], task["overlap"], decided)
-        changed["closed" if decided else "reopened"] += 1
+        kind = (
+            "overlap_set" if state.closed == task["is_labeled"] else "closed" if state.closed else "reopened"
+        )
+        changed[kind] += 1
+        task["overlap"], task["is_labeled"] = state.overlap, state.closed
+        client.set_queue_state(task["task_id"], state.overlap, state.closed)
     return changed
-
-
-def settle(
-    client: LabelStudioClient, task_id: int, stage: str, rule: Rule, role_of: Mapping[int, str | None]
-) -> bool:
-    """What a webhook does after each vote: decide the task from its own votes (those its annotators'
-    roles allow) and close it once decided. Returns whether the task is closed."""
-    task: Any = client.call(client.sdk.tasks.get, str(task_id))
-    if task.is_labeled:
-        return True
-    annotations = [a.model_dump(mode="json") for a in client.call(client.sdk.annotations.list, id=task_id)]
-    votes, _ = votes_from_export(
-        [{"id": task_id, "data": task.data, "annotations": annotations}], stage, frozenset()
-    )
-    allowed = [vote for vote in votes if ROLE_STAGES.get(role_of.get(vote["annotator_id"]) or "") == stage]
-    if not decide(str(task.data["item_id"]), allowed, rule).decided:
-        return False
-    client.set_queue_state(task_id, max(1, len(annotations)), True)
-    return True
 
 
 def _write(out_dir: Path, votes: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> None:

@@ -11,19 +11,16 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from annotation.accounts import SIMULATED_PREFIX, ensure_accounts, roles
+from annotation.accounts import SIMULATED_PREFIX, ensure_accounts
 from annotation.client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
-from annotation.collect import settle
+from annotation.receiver import ReceiverProcess
+from annotation.settle import promotion_lock
 from annotation.simulate import AnnotatorSession, Work, resolver, screener, work_through
 from annotation.tasks import ORDER_SEED, simulated_truth
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.controls import draw_controls, load_controls
-from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, Rule, decide_stage
+from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, decide_stage
 from knowref60k.labelling.separation import STAGE_ROLES
-
-
-def rule_of(config: LabellingConfig, stage: str) -> Rule:
-    return config.screening_rule if stage == SCREENING else config.resolution_rule
 
 
 def first_stage(config: LabellingConfig) -> str:
@@ -46,9 +43,10 @@ def push_new(
     drawn = draw_controls(
         controls, stage, len(screened), config.control_share, (row["sentence"] for row in items), ORDER_SEED
     )
-    reports = {stage: client.push(chain(screened, drawn), stage, rule_of(config, stage).limit, ORDER_SEED)}
+    reports = {stage: client.push(chain(screened, drawn), stage, config.initial_overlap(stage), ORDER_SEED)}
     if skipping:
-        reports[RESOLUTION] = client.push(skipping, RESOLUTION, config.resolution_rule.limit, ORDER_SEED)
+        overlap = config.initial_overlap(RESOLUTION)
+        reports[RESOLUTION] = client.push(skipping, RESOLUTION, overlap, ORDER_SEED)
     return reports
 
 
@@ -62,10 +60,11 @@ def promote(
     client: LabelStudioClient, item_paths: Iterable[Path], votes_path: Path, config: LabellingConfig
 ) -> dict[str, Any]:
     """Push to resolution every item that screening accepted, by the votes last collected (idempotent:
-    items already there are not pushed again)."""
+    items already there, promoted by the vote receiver or an earlier sync, are not pushed again)."""
     accepted = screened_valid(votes_path, config)
     rows = (row for row in read_items(item_paths) if row["candidate_id"] in accepted)
-    report = client.push(rows, RESOLUTION, config.resolution_rule.limit, ORDER_SEED)
+    with promotion_lock(client):
+        report = client.push(rows, RESOLUTION, config.initial_overlap(RESOLUTION), ORDER_SEED)
     return {"screened_valid": len(accepted), "pushed": report.pushed, "tasks": report.tasks_in_project}
 
 
@@ -78,10 +77,10 @@ def simulate(
     screening_truth: Mapping[str, str] | None = None,
     seed: int = 0,
 ) -> Work:
-    """FOR DEMOS AND TESTS: simulated accounts of the stage's role work through its labelling stream;
-    every vote is settled at once, as the webhook of a real deployment would. Screeners answer
-    `screening_truth` (item -> valid or a reason; "valid" where it has none), resolvers a seeded coin."""
-    rule = rule_of(config, stage)
+    """FOR DEMOS AND TESTS: simulated accounts of the stage's role work through its labelling stream at
+    the same time, as people do; each vote is settled by the vote receiver, as in production (start it
+    with `ReceiverProcess.start`). Screeners answer `screening_truth` (item -> valid or a reason; "valid"
+    where it has none), resolvers a seeded coin."""
     if stage == SCREENING:
         truth = dict(screening_truth or {})
         answer = screener(lambda item_id: truth.get(item_id, VALID), accuracy, seed)
@@ -89,17 +88,10 @@ def simulate(
         answer = resolver(simulated_truth(seed), accuracy, seed)
     accounts = ensure_accounts(client, STAGE_ROLES[stage], annotators, SIMULATED_PREFIX)
     project = client.existing_project(stage)
-    by_email = roles(client.settings)
-    role_of = {user["id"]: by_email.get(user["email"]) for user in client.users()}
+    receiver = ReceiverProcess(client.settings)
     sessions = [AnnotatorSession(client.settings, account) for account in accounts]
     try:
-        return work_through(
-            sessions,
-            project,
-            STAGE_PROJECTS[stage].from_name,
-            answer,
-            lambda task_id: settle(client, task_id, stage, rule, role_of),
-        )
+        return work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, receiver.settled)
     finally:
         for session in sessions:
             session.close()

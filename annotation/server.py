@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,13 +28,17 @@ LABEL_STUDIO = Path(
 START_TIMEOUT = 600.0
 # Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
 LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
+# The name of the vote receiver's pid and log files (annotation.receiver), stopped with its server.
+RECEIVER = "receiver"
 
 
 @dataclass(frozen=True)
-class Server:
-    """A Label Studio instance: its URL, credentials and the folder holding its data, pid and log."""
+class Background:
+    """A server process of ours in its own session: its pid and log files in the state folder."""
 
     settings: Settings
+    name: str = "server"
+    title: str = "server"
 
     @property
     def state_dir(self) -> Path:
@@ -41,22 +46,11 @@ class Server:
 
     @property
     def pid_file(self) -> Path:
-        return self.state_dir / f"server-{self.settings.port}.pid"
+        return self.state_dir / f"{self.name}-{self.settings.port}.pid"
 
     @property
     def log_file(self) -> Path:
-        return self.state_dir / f"server-{self.settings.port}.log"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.state_dir / "data"
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.settings.url}/health", timeout=3) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return self.state_dir / f"{self.name}-{self.settings.port}.log"
 
     def pid(self) -> int | None:
         try:
@@ -67,6 +61,62 @@ class Server:
             return None
         return pid
 
+    def spawn(self, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        private_dir(self.state_dir)
+        with self.log_file.open("ab") as log:
+            process = subprocess.Popen(
+                command,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.state_dir,
+            )
+        self.pid_file.write_text(str(process.pid))
+        return process
+
+    def wait_healthy(
+        self, process: subprocess.Popen[bytes], healthy: Callable[[], bool], timeout: float
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if healthy():
+                return
+            if process.poll() is not None:
+                raise RuntimeError(f"{self.title} exited with code {process.returncode}; see {self.log_file}")
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"{self.title} did not answer within {timeout:.0f} s; see {self.log_file}")
+
+    def stop(self, timeout: float = 30.0) -> str:
+        pid = self.pid()
+        if pid is None:
+            return f"{self.title} is not running (no live pid file)"
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.pid() is not None:
+            time.sleep(0.2)
+        if self.pid() is not None:
+            os.killpg(pid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
+        return f"{self.title} (pid {pid}) stopped"
+
+
+@dataclass(frozen=True)
+class Server(Background):
+    """A Label Studio instance: its URL, credentials and the folder holding its data, pid and log."""
+
+    name: str = "server"
+    title: str = "Label Studio"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.state_dir / "data"
+
+    def healthy(self) -> bool:
+        return _answers(f"{self.settings.url}/health")
+
     def environment(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
         env.update(
@@ -76,6 +126,9 @@ class Server:
             LABEL_STUDIO_USER_TOKEN=self.settings.api_key,
             # The admin token above is a "legacy" token: refused unless enabled on the first start.
             LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
+            # Its webhooks go to the vote receiver on loopback, which the SSRF guard would refuse; the
+            # server listens on loopback only, and only the admin can create webhooks or imports by URL.
+            SSRF_PROTECTION_ENABLED="false",
             COLLECT_ANALYTICS="false",
             SENTRY_DSN="",
             FRONTEND_SENTRY_DSN="",
@@ -89,7 +142,7 @@ class Server:
             return f"Label Studio already running at {self.settings.url}"
         if not LABEL_STUDIO.exists():
             raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
-        private_dir(self.state_dir)
+        private_dir(self.data_dir.parent)
         private_dir(self.data_dir)
         command = [
             str(LABEL_STUDIO),
@@ -100,39 +153,23 @@ class Server:
             str(self.settings.port),
             "--no-browser",
         ]
-        with self.log_file.open("ab") as log:
-            process = subprocess.Popen(
-                command,
-                env=self.environment(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                cwd=self.state_dir,
-            )
-        self.pid_file.write_text(str(process.pid))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.healthy():
-                return f"Label Studio started at {self.settings.url} (log: {self.log_file})"
-            if process.poll() is not None:
-                raise RuntimeError(f"Label Studio exited with code {process.returncode}; see {self.log_file}")
-            time.sleep(1)
-        self.stop()
-        raise RuntimeError(f"Label Studio did not answer within {timeout:.0f} s; see {self.log_file}")
+        self.wait_healthy(self.spawn(command, self.environment()), self.healthy, timeout)
+        return f"Label Studio started at {self.settings.url} (log: {self.log_file})"
 
     def stop(self, timeout: float = 30.0) -> str:
-        pid = self.pid()
-        if pid is None:
-            return "Label Studio is not running (no live pid file)"
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.pid() is not None:
-            time.sleep(0.5)
-        if self.pid() is not None:
-            os.killpg(pid, signal.SIGKILL)
-        self.pid_file.unlink(missing_ok=True)
-        return f"Label Studio (pid {pid}) stopped"
+        """Stop the server and its vote receiver (annotation.receiver), when that runs."""
+        receiver = Background(self.settings, RECEIVER, "vote receiver")
+        stopped = receiver.stop(timeout) if receiver.pid() is not None else None
+        said = super().stop(timeout)
+        return f"{said}; {stopped}" if stopped else said
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=3) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def _reap(pid: int) -> None:

@@ -22,6 +22,10 @@ DEFAULT_PROJECT = "KnowRef-60K pronoun resolution"
 DEMO_STATE_DIR = REPO / ".labelstudio-demo"
 DEMO_PORT = DEFAULT_PORT + 1
 DEMO_PROJECT = "knowref60k demo (simulated annotators)"
+# The vote receiver (annotation.receiver) listens beside its Label Studio, this many ports up.
+RECEIVER_PORT_OFFSET = 10
+SECRET_HEADER = "X-Knowref60k-Secret"
+WEBHOOK_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED")
 KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
 
 
@@ -108,3 +112,23 @@ def demo_settings(settings: Settings) -> Settings:
     url = os.environ.get("KNOWREF60K_DEMO_LABEL_STUDIO_URL") or f"http://127.0.0.1:{DEMO_PORT}"
     state_dir = Path(os.environ.get("KNOWREF60K_DEMO_LABELSTUDIO_DIR") or DEMO_STATE_DIR)
     return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=state_dir)
+
+
+def receiver_url(settings: Settings) -> str:
+    """Where Label Studio sends its webhooks: KNOWREF60K_RECEIVER_URL, else loopback beside the server."""
+    explicit = os.environ.get("KNOWREF60K_RECEIVER_URL")
+    return (explicit or f"http://127.0.0.1:{settings.port + RECEIVER_PORT_OFFSET}/").rstrip("/") + "/"
+
+
+def webhook_secret(settings: Settings) -> str:
+    """The secret Label Studio sends with each webhook, kept private in the server's state folder and
+    made on first use."""
+    path = settings.state_dir / "webhook-secret"
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    try:  # O_EXCL: of two processes making it at once, one writes and both read the same secret
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(secrets.token_hex(20))
+    return path.read_text(encoding="utf-8").strip()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -116,8 +118,7 @@ def screener(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
 
 @dataclass
 class Work:
-    """What a simulation did: votes cast per account, and tasks it found already decided when it
-    asked the server to settle them."""
+    """What a simulation did: votes cast per account."""
 
     votes: dict[str, int] = field(default_factory=dict)
 
@@ -126,27 +127,75 @@ class Work:
         return sum(self.votes.values())
 
 
+@dataclass
+class Stream:
+    """What the annotators of one simulation share: how many votes each item has had (so the k-th vote
+    on an item gets the k-th answer, whoever casts it) and who is out of work."""
+
+    idle_settled: Callable[[], bool]
+    cast: Counter[str] = field(default_factory=Counter)
+    idle: set[str] = field(default_factory=set)
+    finished: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_vote(self, item_id: str) -> int:
+        with self.lock:
+            self.cast[item_id] += 1
+            return self.cast[item_id] - 1
+
+    def out_of_work(self, email: str, annotators: int) -> bool:
+        """Whether the simulation is over: every annotator was served nothing and every vote is settled.
+        A task waiting for its overlap to be raised is served again once it is, so an annotator served
+        nothing waits rather than leaves."""
+        with self.lock:
+            self.idle.add(email)
+            everyone = len(self.idle) == annotators
+        if everyone and self.idle_settled():
+            self.finished.set()
+        return self.finished.is_set()
+
+    def working(self, email: str) -> None:
+        with self.lock:
+            self.idle.discard(email)
+
+
 def work_through(
     sessions: Sequence[AnnotatorSession],
     project: int,
     from_name: str,
     answer: Answer,
-    settle: Callable[[int], object],
+    idle_settled: Callable[[], bool],
+    pause: float = 0.3,
 ) -> Work:
-    """The annotators take turns asking for their next task and voting on it, until the stream serves
-    none of them anything; `settle(task_id)` runs after every vote (what a webhook would do)."""
+    """The annotators work at the same time, a thread each, as people do: ask for the next task, vote,
+    until none of them is served anything and `idle_settled()` says every vote has been settled (by the
+    vote receiver, as in production)."""
     work = Work({session.account.email: 0 for session in sessions})
-    cast: Counter[str] = Counter()
-    active = list(sessions)
-    while active:
-        for session in list(active):
-            task = session.next_task(project)
-            if task is None:
-                active.remove(session)
-                continue
-            item_id = task["data"]["item_id"]
-            session.vote(task, answer(item_id, cast[item_id]), from_name)
-            cast[item_id] += 1
-            work.votes[session.account.email] += 1
-            settle(int(task["id"]))
+    stream = Stream(idle_settled)
+    failures: list[BaseException] = []
+
+    def annotate(session: AnnotatorSession) -> None:
+        email = session.account.email
+        try:
+            while not stream.finished.is_set():
+                task = session.next_task(project)
+                if task is None:
+                    if not stream.out_of_work(email, len(sessions)):
+                        time.sleep(pause)
+                    continue
+                stream.working(email)
+                item_id = task["data"]["item_id"]
+                session.vote(task, answer(item_id, stream.next_vote(item_id)), from_name)
+                work.votes[email] += 1
+        except BaseException as error:  # the caller raises it; the others stop
+            failures.append(error)
+            stream.finished.set()
+
+    threads = [threading.Thread(target=annotate, args=(session,)) for session in sessions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
     return work

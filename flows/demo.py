@@ -4,8 +4,10 @@ the original sentences -> resolution of the renamed ones -> votes -> release.
     python -m flows.demo [DUMP ...] [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
 
 Simulated screeners answer from the hand-judged gold set (`data/eval/`), right with the given accuracy;
-simulated resolvers answer a seeded coin per item. Both take their tasks from Label Studio's labelling
-stream, and every vote is settled at once, so decided tasks leave the queue. The k-th vote on an item is
+simulated resolvers answer a seeded coin per item. Both work at the same time, one thread per account, and
+take their tasks from Label Studio's labelling stream; every vote goes through the vote receiver, as in
+production (each task admits only the votes its rule can still use; decided tasks leave the queue), so the
+votes it reports are what people working side by side would cost. The k-th vote on an item is
 drawn from (--seed, item, k), whichever account Label Studio serves it to: the same seed gives the same
 votes. The release it cuts says in its first lines that its votes are simulated; the demo prints how many
 of its items are valid problems by the gold set, and what they cost in votes.
@@ -67,8 +69,8 @@ def demo_flow(
     run_settings = RunSettings.load(config_path)
     config = run_settings.labelling
     pipeline = pipeline_flow(dumps, str(out), settings=run_settings)
-    start_label_studio(settings)
     items = [report["items_path"] for report in pipeline["prepare"]["files"]]
+    start_label_studio(settings, config, sorted({str(Path(path).parent) for path in items}))
     answers = gold_answers(items)
     pushed = push(settings, items, config)
     truth = {**answers, **control_answers(config.controls)}

@@ -12,6 +12,7 @@ from annotation import operations
 from annotation.accounts import ensure_accounts
 from annotation.client import LabelStudioClient
 from annotation.collect import collect
+from annotation.receiver import ReceiverProcess
 from annotation.server import Server
 from annotation.settings import Settings
 from flows.common import RETRIES
@@ -20,8 +21,11 @@ from knowref60k.labelling.decisions import RESOLUTION
 
 
 @task
-def start_label_studio(settings: Settings) -> str:
-    return Server(settings).start()
+def start_label_studio(settings: Settings, config: LabellingConfig, items_dirs: list[str]) -> str:
+    """Label Studio and its vote receiver, which settles each vote as it arrives (promoting screened-valid
+    items from the *.items.parquet files of `items_dirs`)."""
+    started = Server(settings).start()
+    return f"{started}; {ReceiverProcess(settings).start(config, [Path(d) for d in items_dirs])}"
 
 
 @task(**RETRIES, retry_delay_seconds=30)

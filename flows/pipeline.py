@@ -104,7 +104,7 @@ def annotation_flow(items: list[str], screeners: int, resolvers: int, config_pat
     settings = load_settings(create=True)
     config = load_labelling_config(Path(config_path) if config_path else None)
     console = make_console()
-    console.print(start_label_studio(settings))
+    console.print(start_label_studio(settings, config, sorted({str(Path(p).parent) for p in items})))
     pushed = push(settings, items, config)
     console.print(
         f"Label Studio: {pushed['pushed']:,} tasks imported into {pushed['stage']}, "
@@ -117,11 +117,13 @@ def annotation_flow(items: list[str], screeners: int, resolvers: int, config_pat
         for account in accounts:
             console.print(f"  {account['email']}  {account['password']}")
     console.print(
-        "Screening comes first; `python -m flows.annotate sync` (or `make serve`) collects the votes, closes "
-        "decided tasks and sends screened-valid items to resolution."
+        "Screening comes first; the vote receiver settles each vote as it arrives (closes decided tasks, "
+        "opens the slots a task still needs, sends screened-valid items to resolution); "
+        "`python -m flows.annotate sync` (or `make serve`) collects the votes and repairs what it missed."
     )
     console.print(
-        f"Admin: {settings.username} (password in .env). Stop the server with `make labelstudio-stop`."
+        f"Admin: {settings.username} (password in .env). Stop the server and its receiver with "
+        "`make labelstudio-stop`."
     )
 
 

@@ -4,8 +4,9 @@
 
 - `watch-dumps`: every hour, processes each new or changed RC_*.zst / RC_*.ndjson of the dumps folder
   (monthly dumps appear once a month; an hourly look costs a directory listing and a few stat calls).
-- `labelling-sync`: every two minutes, collects both stages' votes, closes every decided task (so that
-  annotators are rarely served one) and sends the items screening accepted on to resolution.
+- `labelling-sync`: every two minutes, collects both stages' votes and sets every task's queue state (the
+  vote receiver, started here too, does this for each vote as it arrives; the sync repairs what it missed)
+  and sends the items screening accepted on to resolution.
 - `monthly-release-candidate`: on the 2nd of every month at 06:00 UTC, collects votes and cuts rc-YYYY.MM.DD.
 """
 
@@ -57,12 +58,22 @@ def start_prefect_server() -> None:
         time.sleep(1)
 
 
+def start_receiver(items: Path) -> str:
+    """The vote receiver of the local Label Studio (settles each vote; the sync repairs what it misses)."""
+    from annotation.receiver import ReceiverProcess
+    from annotation.settings import load_settings
+    from knowref60k.labelling.config import load_labelling_config
+
+    return ReceiverProcess(load_settings(create=True)).start(load_labelling_config(), [items])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dumps", default=str(REPO / "dumps"), help="folder watched for new dumps")
     parser.add_argument("--out", default="output/run")
     args = parser.parse_args(argv)
     start_prefect_server()
+    print(start_receiver(Path(args.out) / "items"), flush=True)
     os.environ["PREFECT_API_URL"] = API
     from prefect import serve
 

@@ -260,13 +260,14 @@ def test_a_decided_task_leaves_every_queue_and_a_late_vote_is_collected(
             assert opened is not None and opened["id"] == task["id"]
             session.vote(opened, "antecedent1", "referent")
         report = collect(client, tmp_path, CONFIG)
-        assert report["closed_tasks"][RESOLUTION] == {"closed": 1, "reopened": 0}
+        assert report["closed_tasks"][RESOLUTION] == {"closed": 1, "reopened": 0, "overlap_set": 0}
         assert served(sessions, project) == dict.fromkeys(a.email for a in accounts)
         state = client.sdk.tasks.get(str(task["id"]))
         assert (state.is_labeled, state.overlap) == (True, 4)
         sessions[5].vote(task, "antecedent2", "referent")  # late
         again = collect(client, tmp_path, CONFIG)
-        assert again["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 0}
+        # The late vote is counted in the closed task's overlap; the task stays closed.
+        assert again["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 0, "overlap_set": 1}
         for session in sessions:
             session.close()
     votes = pq.read_table(tmp_path / "votes.parquet").to_pylist()

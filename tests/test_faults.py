@@ -101,14 +101,14 @@ def test_label_studio_stopped_during_a_push_then_resumed_without_duplicates(own_
     def push() -> None:
         try:
             with LabelStudioClient(settings) as client:
-                import_batch = client._import
+                import_batch = client.import_tasks
 
-                def counted(project: int, tasks: list[dict[str, object]]) -> int:
-                    done = import_batch(project, tasks)
+                def counted(project: int, stage: str, rows: list[Any], seed: int) -> int:
+                    done = import_batch(project, stage, rows, seed)
                     imported.set()  # at least one batch is in: stop the server now
                     return done
 
-                client._import = counted  # type: ignore[method-assign]
+                client.import_tasks = counted  # type: ignore[method-assign]
                 client.push(items, RESOLUTION, 5, seed=0, batch_size=100)
         except UserError as error:
             failures.append(error)

@@ -226,7 +226,8 @@ def test_push_flow_imports_each_item_once(
 
 
 def vote_all(settings: Settings, stage: str, role: str, count: int, answer: Any, prefix: str = "") -> int:
-    """`count` accounts of `role` each vote on every task of the stage (no task is settled in between)."""
+    """`count` accounts of `role` each vote on every task of the stage (no receiver runs: no task is
+    settled in between)."""
     from annotation.accounts import ensure_accounts
     from annotation.client import STAGE_PROJECTS
     from annotation.simulate import AnnotatorSession, work_through
@@ -235,7 +236,7 @@ def vote_all(settings: Settings, stage: str, role: str, count: int, answer: Any,
         accounts = ensure_accounts(client, role, count, prefix)
         sessions = [AnnotatorSession(settings, account) for account in accounts]
         project = client.existing_project(stage)
-        work = work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, lambda _task: None)
+        work = work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, lambda: True)
         for session in sessions:
             session.close()
     return work.total
@@ -273,7 +274,10 @@ def test_collect_flow_writes_every_vote(
         "without_choice": 0,
         "refused_votes": {},
         # Every task got all five votes (nothing settled them in between): Label Studio closed them itself.
-        "closed_tasks": {SCREENING: {"closed": 0, "reopened": 0}, RESOLUTION: {"closed": 0, "reopened": 0}},
+        "closed_tasks": {
+            SCREENING: {"closed": 0, "reopened": 0, "overlap_set": 0},
+            RESOLUTION: {"closed": 0, "reopened": 0, "overlap_set": 0},
+        },
         "new_votes": 36,
         "updated_votes": 0,
         "unchanged_votes": 0,
@@ -291,7 +295,7 @@ def test_collect_flow_writes_every_vote(
 
     again = collect_flow(str(out))
     assert (again["votes"], again["new_votes"], again["unchanged_votes"]) == (36, 0, 36)
-    assert again["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 0}
+    assert again["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 0, "overlap_set": 0}
 
 
 @pytest.mark.integration

@@ -4,6 +4,7 @@ overridable by the `[labelling]` table of the TOML config and by command-line op
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +15,8 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.core.validity_model import operating_point
 from knowref60k.labelling.controls import DEFAULT_CONTROLS
-from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
+from knowref60k.labelling.decisions import SCREENING, ResolutionRule, Rule, ScreeningRule
+from knowref60k.labelling.slots import POLICIES, QueueState, is_audit, queue_state
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,23 @@ class LabellingConfig:
     # they are drawn from (knowref60k.labelling.controls); none for a stage without controls.
     control_share: float = 0.05
     controls: tuple[str, ...] = (str(DEFAULT_CONTROLS),)
+    # How many annotators a task admits at once (knowref60k.labelling.slots): "fewest", the fewest further
+    # votes that could decide it, or "agreeing", those that decide if they all agree (docs: measured).
+    overlap_policy: str = "fewest"
+    # The share of items that collect every vote their rule can take whatever it decided early, so that
+    # agreement is measured on a sample early stopping does not select; drawn by a hash of the item id.
+    audit_share: float = 0.05
+    audit_seed: int = 60_000
 
     def __post_init__(self) -> None:
         if not 0 <= self.control_share < 1:
             raise UserError(f"control_share must be in [0, 1), not {self.control_share}")
+        if not 0 <= self.audit_share <= 1:
+            raise UserError(f"audit_share must be in [0, 1], not {self.audit_share}")
+        if self.overlap_policy not in POLICIES:
+            raise UserError(
+                f"overlap_policy must be one of {', '.join(POLICIES)}, not {self.overlap_policy!r}"
+            )
         # Built here so that a bad rule is refused when the settings are read, not in the middle of a collect.
         _ = (self.screening_rule, self.resolution_rule)
 
@@ -50,6 +65,23 @@ class LabellingConfig:
     @property
     def resolution_rule(self) -> ResolutionRule:
         return ResolutionRule(self.votes_per_item, self.keep_at_least, self.fifth_vote)
+
+    def rule(self, stage: str) -> Rule:
+        return self.screening_rule if stage == SCREENING else self.resolution_rule
+
+    def is_audit(self, item_id: str) -> bool:
+        return is_audit(item_id, self.audit_share, self.audit_seed)
+
+    def queue_state(self, stage: str, item_id: str, choices: Sequence[str], annotations: int) -> QueueState:
+        """What the task of `item_id` in `stage` should admit, given its distinct accepted votes so far
+        and the annotations Label Studio counts on it."""
+        return queue_state(
+            self.rule(stage), choices, annotations, self.overlap_policy, self.is_audit(item_id)
+        )
+
+    def initial_overlap(self, stage: str) -> int:
+        """The overlap of a task nobody has voted on (its project's `maximum_annotations`)."""
+        return queue_state(self.rule(stage), (), 0, self.overlap_policy, audit=False).overlap
 
     def skips_screening(self, score: float | None) -> bool:
         """Whether an item with this validity score goes to resolution unscreened."""

@@ -45,6 +45,9 @@ class Rule(Protocol):
     @property
     def limit(self) -> int: ...
 
+    @property
+    def choices(self) -> tuple[str, ...]: ...
+
     def outcome(self, choices: Sequence[str]) -> tuple[str, str | None, int] | None: ...
 
     def describe(self) -> str: ...
@@ -70,6 +73,10 @@ class ResolutionRule:
     @property
     def limit(self) -> int:
         return self.votes_per_item
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return RESOLUTION_CHOICES
 
     def outcome(self, choices: Sequence[str]) -> tuple[str, str | None, int] | None:
         tally = Counter(choices)
@@ -113,6 +120,10 @@ class ScreeningRule:
     @property
     def limit(self) -> int:
         return self.accept_at + self.reject_at - 1
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return SCREENING_CHOICES
 
     def outcome(self, choices: Sequence[str]) -> tuple[str, str | None, int] | None:
         valid = sum(choice == VALID for choice in choices)
@@ -170,11 +181,20 @@ def decide(item_id: str, votes: Iterable[Mapping[str, Any]], rule: Rule) -> Deci
     late. Pending while no prefix settles it."""
     counted = distinct_votes(votes)
     choices = [vote["choice"] for vote in counted]
-    for size in range(1, min(len(counted), rule.limit) + 1):
-        result = rule.outcome(choices[:size])
-        if result is not None:
-            return Decision(item_id, *result, tuple(counted[:size]), tuple(counted[size:]))
-    return Decision(item_id, PENDING, None, 0, tuple(counted))
+    size = first_decided(rule, choices)
+    if size is None:
+        return Decision(item_id, PENDING, None, 0, tuple(counted))
+    result = rule.outcome(choices[:size])
+    assert result is not None
+    return Decision(item_id, *result, tuple(counted[:size]), tuple(counted[size:]))
+
+
+def first_decided(rule: Rule, choices: Sequence[str]) -> int | None:
+    """The length of the first prefix of `choices` that `rule` settles; None while none does."""
+    for size in range(1, min(len(choices), rule.limit) + 1):
+        if rule.outcome(choices[:size]) is not None:
+            return size
+    return None
 
 
 def decide_stage(

@@ -1,0 +1,322 @@
+"""The vote receiver: Label Studio's webhooks in, each vote settled off the request thread.
+
+Label Studio sends a webhook synchronously, inside the annotator's request, with a 1 s timeout; so the
+receiver answers at once and leaves the work to a few worker threads: decide the task, raise or close
+its overlap, promote an item screening accepted (annotation.settle). It refuses a request without the
+shared secret (403), answers a bad payload with 400 and a log line, ignores events of other projects and
+repeated events, and loses nothing it cannot repair: whatever it misses (it was down, Label Studio was
+restarted, a settle failed) the periodic sync (`annotation.collect`) reconciles.
+
+    python -m annotation.receiver stop|status [--demo]
+    python -m annotation.receiver serve CONFIG_JSON      (in the foreground; what the flows start)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hmac
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from annotation.client import LabelStudioClient
+from annotation.server import RECEIVER, Background
+from annotation.settings import (
+    REPO,
+    SECRET_HEADER,
+    WEBHOOK_ACTIONS,
+    Settings,
+    demo_settings,
+    load_settings,
+    receiver_url,
+    webhook_secret,
+)
+from annotation.settle import Settler
+from knowref60k.core.errors import ServiceUnavailable, UserError
+from knowref60k.core.io import private_dir
+from knowref60k.labelling.config import LabellingConfig
+
+log = logging.getLogger(__name__)
+WORKERS = 4
+ATTEMPTS = 3
+# Events remembered to ignore a repeat: far more than are in flight at once.
+REMEMBERED = 100_000
+MAX_BODY = 4 * 2**20
+
+
+class TaskQueue:
+    """Tasks waiting to be settled, each at most once in the queue and settled by one worker at a time:
+    a vote arriving while its task is being settled queues it again, so the last vote is never missed."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._pending: OrderedDict[int, str] = OrderedDict()
+        self._busy: set[int] = set()
+
+    def put(self, task_id: int, stage: str) -> None:
+        with self._condition:
+            self._pending[task_id] = stage
+            self._condition.notify()
+
+    def take(self) -> tuple[int, str]:
+        with self._condition:
+            while True:
+                ready = next((task for task in self._pending if task not in self._busy), None)
+                if ready is not None:
+                    self._busy.add(ready)
+                    return ready, self._pending.pop(ready)
+                self._condition.wait()
+
+    def done(self, task_id: int) -> None:
+        with self._condition:
+            self._busy.discard(task_id)
+            self._condition.notify_all()
+
+    def idle(self) -> bool:
+        with self._condition:
+            return not self._pending and not self._busy
+
+
+class Receiver:
+    """The webhook endpoint of one Label Studio server and the workers that settle its votes."""
+
+    def __init__(self, settler: Settler, secret: str) -> None:
+        self.settler = settler
+        self.secret = secret.encode()
+        self.queue = TaskQueue()
+        self.counts: Counter[str] = Counter()
+        self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def authorised(self, header: str | None) -> bool:
+        return header is not None and hmac.compare_digest(header.encode(), self.secret)
+
+    def accept(self, payload: Any) -> str:
+        """Queue the event's task; returns what was done with it. A payload of the wrong shape raises
+        ValueError."""
+        if not isinstance(payload, dict) or not isinstance(payload.get("action"), str):
+            raise ValueError("not a webhook payload (no action)")
+        action = payload["action"]
+        if action not in WEBHOOK_ACTIONS:
+            return self._count("ignored_action")
+        project = (payload.get("project") or {}).get("id")
+        if not isinstance(project, int):
+            raise ValueError(f"{action} without a project id")
+        stage = self.settler.stage_of(project)
+        if stage is None:
+            return self._count("other_project")
+        if action == "ANNOTATIONS_DELETED":  # the payload names no task: the next sync reopens it
+            return self._count("deletions_left_to_sync")
+        annotation = payload.get("annotation")
+        task = (payload.get("task") or {}).get("id") or (annotation or {}).get("task")
+        if not isinstance(annotation, dict) or not isinstance(task, int):
+            raise ValueError(f"{action} without an annotation and its task id")
+        with self._lock:
+            key = (action, annotation.get("id"), annotation.get("updated_at"))
+            if key in self._seen:
+                return self._count("duplicates")
+            self._seen[key] = None
+            while len(self._seen) > REMEMBERED:
+                self._seen.popitem(last=False)
+        self.queue.put(task, stage)
+        return self._count("queued")
+
+    def _count(self, what: str) -> str:
+        with self._lock:
+            self.counts[what] += 1
+        return what
+
+    def work(self) -> None:
+        """A worker: settle queued tasks for ever, each tried a few times before it is left to the sync."""
+        while True:
+            task_id, stage = self.queue.take()
+            try:
+                self._count(self._settle(task_id, stage))
+            finally:
+                self.queue.done(task_id)
+
+    def _settle(self, task_id: int, stage: str) -> str:
+        for attempt in range(ATTEMPTS):
+            try:
+                return self.settler.settle(task_id, stage)
+            except (ServiceUnavailable, UserError) as error:
+                log.warning(
+                    "settling task %s failed (try %d of %d): %s", task_id, attempt + 1, ATTEMPTS, error
+                )
+                time.sleep(0.5 * 2**attempt)
+            except Exception:  # a worker must outlive any one task; the sync repairs it
+                log.exception("settling task %s failed", task_id)
+                break
+        return "left_to_sync"
+
+    def start_workers(self, count: int = WORKERS) -> None:
+        for number in range(count):
+            threading.Thread(target=self.work, name=f"settle-{number}", daemon=True).start()
+
+    def report(self) -> dict[str, Any]:
+        with self._lock:
+            return {**dict(sorted(self.counts.items())), "idle": self.queue.idle()}
+
+
+def handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            if not receiver.authorised(self.headers.get(SECRET_HEADER)):
+                receiver._count("refused")
+                log.warning("refused a webhook from %s: wrong or missing secret", self.client_address[0])
+                return self._answer(403, {"error": "wrong or missing secret"})
+            length = int(self.headers.get("Content-Length") or 0)
+            if not 0 < length <= MAX_BODY:
+                return self._bad(f"body of {length} bytes")
+            try:
+                done = receiver.accept(orjson.loads(self.rfile.read(length)))
+            except (orjson.JSONDecodeError, ValueError) as error:
+                return self._bad(str(error))
+            self._answer(200, {"result": done})
+
+        def do_GET(self) -> None:
+            if urlsplit(self.path).path.rstrip("/") != "/health":
+                return self._answer(404, {"error": "not found"})
+            self._answer(200, receiver.report())
+
+        def _bad(self, why: str) -> None:
+            receiver._count("bad_payloads")
+            log.warning("bad webhook payload: %s", why)
+            self._answer(400, {"error": why})
+
+        def _answer(self, status: int, body: dict[str, Any]) -> None:
+            data = orjson.dumps(body)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug(format, *args)
+
+    return Handler
+
+
+def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) -> ThreadingHTTPServer:
+    """The receiver for `settings`' server, listening where `receiver_url` says, its workers started."""
+    receiver = Receiver(Settler(LabelStudioClient(settings), config, items), webhook_secret(settings))
+    address = urlsplit(receiver_url(settings))
+    server = ThreadingHTTPServer((address.hostname or "127.0.0.1", address.port or 80), handler_for(receiver))
+    server.daemon_threads = True
+    receiver.start_workers()
+    return server
+
+
+@dataclass(frozen=True)
+class ReceiverProcess(Background):
+    """The receiver of `settings`' Label Studio as a process of its own, started with the labelling
+    config it settles by (written beside its pid file) and the folders of the items it may promote."""
+
+    name: str = RECEIVER
+    title: str = "vote receiver"
+
+    @property
+    def config_file(self) -> Path:
+        return self.state_dir / f"{self.name}-{self.settings.port}.json"
+
+    def healthy(self) -> bool:
+        return self.health() is not None
+
+    def settled(self) -> bool:
+        """Whether every vote it was sent is settled (True when it is not running: nothing will be)."""
+        health = self.health()
+        return health is None or bool(health["idle"])
+
+    def health(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(receiver_url(self.settings) + "health", timeout=3) as response:
+                found: dict[str, Any] = orjson.loads(response.read())
+                return found
+        except (urllib.error.URLError, OSError, orjson.JSONDecodeError):
+            return None
+
+    def start(self, config: LabellingConfig, items: list[Path], timeout: float = 60) -> str:
+        """Start it, or restart it when it runs with another config or other item folders."""
+        folders = [str(path.resolve()) for path in items]
+        wanted = orjson.dumps(
+            {"config": dataclasses.asdict(config), "items": folders, "project": self.settings.project}
+        )
+        if self.healthy():
+            if self.config_file.exists() and self.config_file.read_bytes() == wanted:
+                return f"vote receiver already running at {receiver_url(self.settings)}"
+            if self.pid() is None:
+                raise RuntimeError(
+                    f"another process answers at {receiver_url(self.settings)} (a receiver of another state "
+                    "folder?); stop it, or set KNOWREF60K_RECEIVER_URL"
+                )
+            self.stop()
+        private_dir(self.state_dir)
+        self.config_file.write_bytes(wanted)
+        command = [sys.executable, "-m", "annotation.receiver", "serve", str(self.config_file)]
+        self.wait_healthy(self.spawn(command, self.environment()), self.healthy, timeout)
+        return f"vote receiver started at {receiver_url(self.settings)} (log: {self.log_file})"
+
+    def environment(self) -> dict[str, str]:
+        """This process's environment with the server's settings, which `serve` reads back."""
+        settings = self.settings
+        return {
+            **os.environ,
+            "LABEL_STUDIO_URL": settings.url,
+            "LABEL_STUDIO_USERNAME": settings.username,
+            "LABEL_STUDIO_PASSWORD": settings.password,
+            "LABEL_STUDIO_API_KEY": settings.api_key,
+            "KNOWREF60K_PROJECT": settings.project,
+            "KNOWREF60K_LABELSTUDIO_DIR": str(settings.state_dir),
+            "PYTHONPATH": str(REPO),
+        }
+
+
+def serve(config_file: Path) -> None:
+    """Run the receiver in the foreground until it is stopped."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    started = orjson.loads(config_file.read_bytes())
+    fields = started["config"]
+    config = LabellingConfig(**{**fields, "controls": tuple(fields["controls"])})
+    server = make_server(load_settings(), config, [Path(p) for p in started["items"]])
+    log.info("listening on %s:%s", *server.server_address[:2])
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The vote receiver of the local Label Studio.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve").add_argument("config_file", type=Path)
+    for name in ("stop", "status"):
+        commands.add_parser(name).add_argument("--demo", action="store_true", help="the demo's server")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        serve(args.config_file)
+        return 0
+    settings = load_settings()
+    process = ReceiverProcess(demo_settings(settings) if args.demo else settings)
+    if args.command == "stop":
+        print(process.stop())
+    else:
+        health = process.health()
+        print(f"{receiver_url(process.settings)}: {'up ' + str(health) if health else 'down'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

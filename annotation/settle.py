@@ -1,0 +1,119 @@
+"""Settle one task after a vote: decide it from its own votes, set the annotators it admits (its overlap)
+to what its rule can still use or close it, and send an item screening accepted on to resolution.
+
+The webhook receiver calls this for each vote as it arrives; the demo's and benchmark's simulated
+annotators go through the receiver too. The periodic collect (`annotation.collect`) applies the same
+queue states to every task, and so repairs whatever a settle missed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from annotation.accounts import roles
+from annotation.client import LabelStudioClient, read_items
+from annotation.tasks import ORDER_SEED
+from annotation.votes import votes_from_export
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
+from knowref60k.labelling.separation import ROLE_STAGES
+
+log = logging.getLogger(__name__)
+CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"
+
+
+@contextmanager
+def promotion_lock(client: LabelStudioClient) -> Iterator[None]:
+    """One promotion at a time per server, across processes (the receiver and the periodic sync): the
+    presence check and the import must not interleave, or an item is imported twice."""
+    client.settings.state_dir.mkdir(parents=True, exist_ok=True)
+    with (client.settings.state_dir / "promotion.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class ItemIndex:
+    """Where each item's row is: the *.items.parquet files of some folders, read again when an item is
+    not found (new items appear as dumps are processed)."""
+
+    folders: tuple[Path, ...]
+    _rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        if item_id not in self._rows:
+            paths = sorted(path for folder in self.folders for path in folder.glob("*.items.parquet"))
+            self._rows = {row["candidate_id"]: row for row in read_items(paths)}
+        return self._rows.get(item_id)
+
+
+class Settler:
+    """Applies votes to their tasks on one Label Studio server, with the labelling config's rules."""
+
+    def __init__(
+        self, client: LabelStudioClient, config: LabellingConfig, items: Iterable[Path] = ()
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.items = ItemIndex(tuple(items))
+        self.projects: dict[int, str] = {}
+        self.role_of: dict[int, str | None] = {}
+
+    def stage_of(self, project: int) -> str | None:
+        """The stage of one of our projects; None for a project of someone else."""
+        if project not in self.projects:
+            found = {stage: self.client.find_project(stage) for stage in STAGES}
+            self.projects = {int(p.id): stage for stage, p in found.items() if p is not None}
+        return self.projects.get(project)
+
+    def role(self, annotator: int) -> str | None:
+        if annotator not in self.role_of:
+            by_email = roles(self.client.settings)
+            self.role_of = {user["id"]: by_email.get(user["email"]) for user in self.client.users()}
+        return self.role_of.get(annotator)
+
+    def settle(self, task_id: int, stage: str) -> str:
+        """Decide the task from the votes its annotators' roles allow, then close it or set its overlap
+        to its votes plus the further votes its rule can still use. Returns what changed."""
+        task: Any = self.client.call(self.client.sdk.tasks.get, str(task_id))
+        listed = self.client.call(self.client.sdk.annotations.list, id=task_id)
+        annotations = [a.model_dump(mode="json") for a in listed]
+        votes, _ = votes_from_export(
+            [{"id": task_id, "data": task.data, "annotations": annotations}], stage, frozenset()
+        )
+        allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
+        item_id = str(task.data["item_id"])
+        decision = decide(item_id, allowed, self.config.rule(stage))
+        if stage == SCREENING and decision.status == SCREENED_VALID:
+            self.promote(item_id)
+        counted = sum(not a.get("was_cancelled") for a in annotations)
+        state = self.config.queue_state(
+            stage, item_id, [v["choice"] for v in (*decision.votes, *decision.late)], counted
+        )
+        if (state.overlap, state.closed) == (int(task.overlap or 0), bool(task.is_labeled)):
+            return UNCHANGED
+        self.client.set_queue_state(task_id, state.overlap, state.closed)
+        return CLOSED if state.closed else RAISED
+
+    def promote(self, item_id: str) -> bool:
+        """Import the item into resolution unless it is there; False when it is there or its row is
+        not found (the periodic sync promotes it from the items files it is given)."""
+        row = self.items.get(item_id)
+        if row is None:
+            return False
+        project = self.client.ensure_project(RESOLUTION, self.config.initial_overlap(RESOLUTION))
+        with promotion_lock(self.client):
+            if self.client.has_item(project, item_id):
+                return False
+            self.client.import_tasks(project, RESOLUTION, [row], ORDER_SEED)
+        log.info("promoted %s to resolution", item_id)
+        return True

@@ -1,0 +1,179 @@
+"""The vote receiver against a real Label Studio started by the test suite: each vote settled as it
+arrives through Label Studio's webhooks, the task's overlap raised only as far as its rule can still use,
+decided tasks out of the queue without a sync, screened-valid items promoted, bad requests refused, and
+the periodic sync repairing what a stopped receiver missed."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from annotation.accounts import create_accounts
+from annotation.client import LabelStudioClient
+from annotation.collect import collect
+from annotation.receiver import ReceiverProcess
+from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
+from annotation.simulate import AnnotatorSession
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from tests.conftest import wait_for
+from tests.test_annotation import item
+
+# No audit items: these tests count every slot (the audit share has a test of its own below).
+CONFIG = LabellingConfig(controls=(), audit_share=0.0)
+
+
+@pytest.fixture
+def project(label_studio: Settings, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Settings]:
+    """A project of its own on the shared server, and the receiver for it, stopped afterwards."""
+    settings = dataclasses.replace(
+        label_studio, project=request.node.name.removeprefix("test_")[:38], state_dir=tmp_path / "state"
+    )
+    items = tmp_path / "items"
+    items.mkdir()
+    rows = [item(n) for n in range(3)]
+    pq.write_table(pa.Table.from_pylist(rows), items / "RC_2099-01.items.parquet")
+    receiver = ReceiverProcess(settings)
+    receiver.start(CONFIG, [items])
+    try:
+        yield settings
+    finally:
+        receiver.stop()
+
+
+def settled(settings: Settings) -> bool:
+    return ReceiverProcess(settings).settled()
+
+
+def state(client: LabelStudioClient, task_id: int) -> tuple[int, bool]:
+    task: Any = client.sdk.tasks.get(str(task_id))
+    return int(task.overlap), bool(task.is_labeled)
+
+
+def resolvers(client: LabelStudioClient, settings: Settings, count: int) -> list[AnnotatorSession]:
+    return [AnnotatorSession(settings, account) for account in create_accounts(client, "resolver", count)]
+
+
+def vote_and_settle(session: AnnotatorSession, settings: Settings, project: int, choice: str) -> int:
+    task = session.next_task(project)
+    assert task is not None, f"{session.account.email} was served nothing"
+    session.vote(task, choice, "referent")
+    wait_for(lambda: settled(settings), 10, "the receiver to settle the vote", interval=0.05)
+    return int(task["id"])
+
+
+@pytest.mark.integration
+def test_a_vote_decides_and_the_task_leaves_the_queue_without_a_sync(project: Settings) -> None:
+    with LabelStudioClient(project) as client:
+        client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+        project_id = client.existing_project(RESOLUTION)
+        sessions = resolvers(client, project, 5)
+        task_id = vote_and_settle(sessions[0], project, project_id, "antecedent1")
+        # Two at creation; after a name, the fewest that could decide are two more (two "neither").
+        assert state(client, task_id) == (3, False)
+        vote_and_settle(sessions[1], project, project_id, "antecedent1")
+        assert state(client, task_id) == (4, False)  # raised: two more names could keep it
+        vote_and_settle(sessions[2], project, project_id, "antecedent1")
+        vote_and_settle(sessions[3], project, project_id, "antecedent1")
+        assert state(client, task_id) == (4, True)  # decided, closed without a collect
+        assert sessions[4].next_task(project_id) is None
+        health = ReceiverProcess(project).health()
+        # The last vote filled the overlap, so Label Studio had closed it; every vote was settled.
+        assert health is not None and health["queued"] == 4 and "left_to_sync" not in health
+        for session in sessions:
+            session.close()
+
+
+@pytest.mark.integration
+def test_a_three_one_split_reopens_one_slot_and_only_one(project: Settings) -> None:
+    with LabelStudioClient(project) as client:
+        client.push([item(1)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+        project_id = client.existing_project(RESOLUTION)
+        sessions = resolvers(client, project, 6)
+        for session, choice in zip(sessions, ["antecedent1"] * 3 + ["antecedent2"], strict=False):
+            task_id = vote_and_settle(session, project, project_id, choice)
+        assert state(client, task_id) == (5, False)
+        # The fifth resolver takes the one slot; the sixth is served nothing while it is taken.
+        assert sessions[4].next_task(project_id) is not None
+        assert sessions[5].next_task(project_id) is None
+        for session in sessions:
+            session.close()
+
+
+@pytest.mark.integration
+def test_wrong_secrets_bad_payloads_and_repeated_events_change_nothing(project: Settings) -> None:
+    with LabelStudioClient(project) as client:
+        client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+        project_id = client.existing_project(RESOLUTION)
+        (session,) = resolvers(client, project, 1)
+        task = session.next_task(project_id)
+        assert task is not None
+        annotation = {
+            "id": session.vote(task, "antecedent1", "referent"),
+            "task": task["id"],
+            "updated_at": "x",
+        }
+        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        before = state(client, task["id"])
+        event = {"action": "ANNOTATION_CREATED", "annotation": annotation, "project": {"id": project_id}}
+        url, secret = receiver_url(project), webhook_secret(project)
+        assert httpx.post(url, json=event, headers={SECRET_HEADER: "wrong"}).status_code == 403
+        assert httpx.post(url, json=event).status_code == 403
+        assert httpx.post(url, content=b"{not json", headers={SECRET_HEADER: secret}).status_code == 400
+        assert httpx.post(url, json={"action": 1}, headers={SECRET_HEADER: secret}).status_code == 400
+        first = httpx.post(url, json=event, headers={SECRET_HEADER: secret}).json()["result"]
+        again = httpx.post(url, json=event, headers={SECRET_HEADER: secret}).json()["result"]
+        other = {**event, "project": {"id": 10**9}}
+        elsewhere = httpx.post(url, json=other, headers={SECRET_HEADER: secret}).json()["result"]
+        assert (first, again, elsewhere) == ("queued", "duplicates", "other_project")
+        wait_for(lambda: settled(project), 10, "the receiver to settle", interval=0.05)
+        assert state(client, task["id"]) == before
+        health = ReceiverProcess(project).health()
+        assert health is not None and (health["refused"], health["bad_payloads"]) == (2, 2)
+        session.close()
+
+
+@pytest.mark.integration
+def test_a_screened_valid_item_is_promoted_to_resolution_once(project: Settings) -> None:
+    with LabelStudioClient(project) as client:
+        client.push([item(2)], SCREENING, CONFIG.initial_overlap(SCREENING), seed=0)
+        project_id = client.existing_project(SCREENING)
+        (screener,) = [AnnotatorSession(project, a) for a in create_accounts(client, "screener", 1)]
+        task = screener.next_task(project_id)
+        assert task is not None
+        screener.vote(task, "valid", "screening")
+        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        resolution = client.existing_project(RESOLUTION)
+        assert [t["data"]["item_id"] for t in client.export(resolution)] == ["item-00002"]
+        assert state(client, task["id"]) == (1, True)
+        # The periodic sync's promotion finds it there and imports nothing.
+        assert client.has_item(resolution, "item-00002") and not client.has_item(resolution, "item-00009")
+        screener.close()
+
+
+@pytest.mark.integration
+def test_the_sync_repairs_what_a_stopped_receiver_missed(project: Settings, tmp_path: Path) -> None:
+    with LabelStudioClient(project) as client:
+        client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+        project_id = client.existing_project(RESOLUTION)
+        sessions = resolvers(client, project, 3)
+        ReceiverProcess(project).stop()
+        for session in sessions[:2]:
+            task = session.next_task(project_id)
+            assert task is not None
+            session.vote(task, "antecedent1", "referent")  # Label Studio's webhook gets no answer
+        # Two votes filled the two slots: Label Studio closed the task by itself, undecided.
+        assert state(client, task["id"]) == (2, True) and sessions[2].next_task(project_id) is None
+        report = collect(client, tmp_path / "votes", CONFIG)
+        assert report["closed_tasks"][RESOLUTION] == {"closed": 0, "reopened": 1, "overlap_set": 0}
+        assert state(client, task["id"]) == (4, False)
+        assert sessions[2].next_task(project_id) is not None
+        for session in sessions:
+            session.close()
