@@ -47,6 +47,13 @@ ITEM_COLUMNS = [
 # An item's chance of being a valid problem, when the extractor gave one: served first when high.
 SCORE_COLUMN = "validity_score"
 PRIORITY_MODEL = "knowref60k-validity"
+# How the stream picks a task. On PostgreSQL, the lowest task id the annotator may take: tasks are imported
+# best first, and a task started is finished before a later one is opened (with few slots per task,
+# breadth-first alone leaves tasks half-done while new ones are opened). On SQLite, Label Studio picks a
+# task without a transaction, so annotators sent to the same task take more slots than it has: there the
+# best-scored tasks are served first but spread among the annotators (uncertainty sampling on the score).
+SAMPLING = {"sqlite": "Uncertainty sampling"}
+DEFAULT_SAMPLING = "Sequential sampling"
 ANNOTATOR_VIEW = "Tasks"
 TITLE_LIMIT = 50
 # The data manager shows every column a view does not hide, raw markup and other annotators' answers
@@ -163,18 +170,23 @@ class LabelStudioClient:
                 show_instruction=True,
                 show_skip_button=True,
                 maximum_annotations=initial_overlap,
-                # Tasks with a validity score are served by it (best first); the score stays hidden.
-                sampling="Uncertainty sampling",
+                sampling=self.sampling,
                 model_version=PRIORITY_MODEL,
                 show_collab_predictions=False,
             )
             log.info("created project %s (%s)", project.id, self.title(stage))
         project_id = int(project.id or 0)
+        if project.sampling != self.sampling:
+            self.call(self.sdk.projects.update, project_id, sampling=self.sampling)
         if project.maximum_annotations != initial_overlap:
             self.overlap_at_import[project_id] = initial_overlap
         self.ensure_annotator_view(project_id)
         self.ensure_webhook(project_id)
         return project_id
+
+    @property
+    def sampling(self) -> str:
+        return SAMPLING.get(self.settings.database, DEFAULT_SAMPLING)
 
     def ensure_webhook(self, project: int) -> None:
         """The project's webhook to the vote receiver (annotation.receiver), with the shared secret."""
@@ -233,18 +245,16 @@ class LabelStudioClient:
         project = self.ensure_project(stage, initial_overlap)
         present = {task["data"]["item_id"] for task in self.export(project)}
         total = pushed = 0
-        batch: list[Mapping[str, Any]] = []
+        missing: list[Mapping[str, Any]] = []
         for item in items:
             total += 1
-            if item["candidate_id"] in present:
-                continue
-            present.add(item["candidate_id"])
-            batch.append(item)
-            if len(batch) >= batch_size:
-                pushed += self.import_tasks(project, stage, batch, seed)
-                batch = []
-        if batch:
-            pushed += self.import_tasks(project, stage, batch, seed)
+            if item["candidate_id"] not in present:
+                present.add(item["candidate_id"])
+                missing.append(item)
+        # Label Studio serves the lowest task id first: imported best first.
+        missing.sort(key=_priority)
+        for start in range(0, len(missing), batch_size):
+            pushed += self.import_tasks(project, stage, missing[start : start + batch_size], seed)
         return PushReport(total, total - pushed, pushed, len(present))
 
     def import_tasks(self, project: int, stage: str, items: list[Mapping[str, Any]], seed: int) -> int:
@@ -293,11 +303,18 @@ class LabelStudioClient:
 
 
 def _with_priority(task: dict[str, Any], item: Mapping[str, Any]) -> dict[str, Any]:
-    """Label Studio serves the lowest prediction score first: an item more likely valid scores lower."""
+    """Uncertainty sampling serves the lowest prediction score first: an item more likely valid scores
+    lower (the score stays hidden from annotators)."""
     score = item.get(SCORE_COLUMN)
     if score is not None:
         task["predictions"] = [{"model_version": PRIORITY_MODEL, "score": 1.0 - float(score), "result": []}]
     return task
+
+
+def _priority(item: Mapping[str, Any]) -> tuple[bool, float]:
+    """Items more likely valid first, items without a validity score after them."""
+    score = item.get(SCORE_COLUMN)
+    return (score is None, -float(score or 0.0))
 
 
 def read_items(paths: Iterable[Path], columns: list[str] = ITEM_COLUMNS) -> Iterator[dict[str, Any]]:

@@ -56,29 +56,35 @@ ATTEMPTS = 3
 # Events remembered to ignore a repeat: far more than are in flight at once.
 REMEMBERED = 100_000
 MAX_BODY = 4 * 2**20
+# The settle times reported are those of the last this many events.
+TIMED = 10_000
+# Where an event's arrival time is kept in the queue (a key no webhook payload has).
+RECEIVED = "_knowref60k_received"
 
 
 class TaskQueue:
-    """Tasks waiting to be settled, each at most once in the queue and settled by one worker at a time:
-    a vote arriving while its task is being settled queues it again, so the last vote is never missed."""
+    """Webhook events waiting to be applied, grouped by task; a task's events are applied together by
+    one worker at a time, in the order they came: an event arriving while its task is being settled waits
+    for the next round, so the last vote is never missed."""
 
     def __init__(self) -> None:
         self._condition = threading.Condition()
-        self._pending: OrderedDict[int, str] = OrderedDict()
+        self._pending: OrderedDict[int, tuple[str, list[dict[str, Any]]]] = OrderedDict()
         self._busy: set[int] = set()
 
-    def put(self, task_id: int, stage: str) -> None:
+    def put(self, task_id: int, stage: str, event: dict[str, Any]) -> None:
         with self._condition:
-            self._pending[task_id] = stage
+            self._pending.setdefault(task_id, (stage, []))[1].append(event)
             self._condition.notify()
 
-    def take(self) -> tuple[int, str]:
+    def take(self) -> tuple[int, str, list[dict[str, Any]]]:
         with self._condition:
             while True:
                 ready = next((task for task in self._pending if task not in self._busy), None)
                 if ready is not None:
                     self._busy.add(ready)
-                    return ready, self._pending.pop(ready)
+                    stage, events = self._pending.pop(ready)
+                    return ready, stage, events
                 self._condition.wait()
 
     def done(self, task_id: int) -> None:
@@ -100,6 +106,7 @@ class Receiver:
         self.queue = TaskQueue()
         self.counts: Counter[str] = Counter()
         self._seen: OrderedDict[tuple[Any, ...], None] = OrderedDict()
+        self.settle_seconds: list[float] = []
         self._lock = threading.RLock()
 
     def authorised(self, header: str | None) -> bool:
@@ -121,10 +128,15 @@ class Receiver:
             return self._count("other_project")
         if action == "ANNOTATIONS_DELETED":  # the payload names no task: the next sync reopens it
             return self._count("deletions_left_to_sync")
-        annotation = payload.get("annotation")
-        task = (payload.get("task") or {}).get("id") or (annotation or {}).get("task")
-        if not isinstance(annotation, dict) or not isinstance(task, int):
-            raise ValueError(f"{action} without an annotation and its task id")
+        annotation, task = payload.get("annotation"), payload.get("task")
+        if (
+            not isinstance(annotation, dict)
+            or not isinstance(task, dict)
+            or not isinstance(task.get("id"), int)
+        ):
+            raise ValueError(f"{action} without an annotation and its task")
+        if not isinstance(annotation.get("id"), int) or not isinstance(task.get("data"), dict):
+            raise ValueError(f"{action}: an annotation without an id or a task without data")
         with self._lock:
             key = (action, annotation.get("id"), annotation.get("updated_at"))
             if key in self._seen:
@@ -132,7 +144,7 @@ class Receiver:
             self._seen[key] = None
             while len(self._seen) > REMEMBERED:
                 self._seen.popitem(last=False)
-        self.queue.put(task, stage)
+        self.queue.put(task["id"], stage, {**payload, RECEIVED: time.monotonic()})
         return self._count("queued")
 
     def _count(self, what: str) -> str:
@@ -143,16 +155,17 @@ class Receiver:
     def work(self) -> None:
         """A worker: settle queued tasks for ever, each tried a few times before it is left to the sync."""
         while True:
-            task_id, stage = self.queue.take()
+            task_id, stage, events = self.queue.take()
             try:
-                self._count(self._settle(task_id, stage))
+                self._count(self._settle(task_id, stage, events))
+                self._timed([time.monotonic() - event[RECEIVED] for event in events])
             finally:
                 self.queue.done(task_id)
 
-    def _settle(self, task_id: int, stage: str) -> str:
+    def _settle(self, task_id: int, stage: str, events: list[dict[str, Any]]) -> str:
         for attempt in range(ATTEMPTS):
             try:
-                return self.settler.settle(task_id, stage)
+                return self.settler.settle(task_id, stage, events)
             except (ServiceUnavailable, UserError) as error:
                 log.warning(
                     "settling task %s failed (try %d of %d): %s", task_id, attempt + 1, ATTEMPTS, error
@@ -167,9 +180,22 @@ class Receiver:
         for number in range(count):
             threading.Thread(target=self.work, name=f"settle-{number}", daemon=True).start()
 
-    def report(self) -> dict[str, Any]:
+    def _timed(self, seconds: list[float]) -> None:
         with self._lock:
-            return {**dict(sorted(self.counts.items())), "idle": self.queue.idle()}
+            self.settle_seconds.extend(seconds)
+            del self.settle_seconds[:-TIMED]
+
+    def report(self) -> dict[str, Any]:
+        """The counts, whether it is idle, and the seconds from receiving an event to having settled its
+        task (median and 99th percentile of the last events)."""
+        with self._lock:
+            timed = sorted(self.settle_seconds) or [0.0]
+            quantiles = {f"p{q}": round(timed[int(q / 100 * (len(timed) - 1))], 3) for q in (50, 99)}
+            return {
+                **dict(sorted(self.counts.items())),
+                "idle": self.queue.idle(),
+                "settle_seconds": quantiles,
+            }
 
 
 def handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:

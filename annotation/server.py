@@ -18,7 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres, database_environment
 from annotation.settings import REPO, Settings, demo_settings, load_settings
+from knowref60k.core.errors import UserError
 from knowref60k.core.io import private_dir
 
 LABEL_STUDIO = Path(
@@ -134,6 +136,7 @@ class Server(Background):
             FRONTEND_SENTRY_DSN="",
             LATEST_VERSION_CHECK="false",
         )
+        env.update(database_environment(self.settings.database, self.state_dir, self.settings.port))
         return env
 
     def start(self, timeout: float = START_TIMEOUT) -> str:
@@ -161,6 +164,8 @@ class Server(Background):
         receiver = Background(self.settings, RECEIVER, "vote receiver")
         stopped = receiver.stop(timeout) if receiver.pid() is not None else None
         said = super().stop(timeout)
+        if self.settings.database == POSTGRESQL:
+            LocalPostgres(self.state_dir, self.settings.port + POSTGRES_PORT_OFFSET).stop()
         return f"{said}; {stopped}" if stopped else said
 
 
@@ -193,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             print(server.stop())
         else:
             print(f"{server.settings.url}: {'up' if server.healthy() else 'down'}")
-    except RuntimeError as error:
+    except (RuntimeError, UserError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

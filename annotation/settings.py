@@ -38,6 +38,8 @@ class Settings:
     project: str = DEFAULT_PROJECT
     # Where this server's data, log and local records (annotator logins, their roles) live.
     state_dir: Path = STATE_DIR
+    # Its database: sqlite, postgresql (a server of its own) or a postgresql:// URL (annotation.database).
+    database: str = "sqlite"
 
     @property
     def port(self) -> int:
@@ -103,6 +105,7 @@ def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
         api_key=values["LABEL_STUDIO_API_KEY"],
         project=os.environ.get("KNOWREF60K_PROJECT", DEFAULT_PROJECT),
         state_dir=Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR") or STATE_DIR),
+        database=os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE") or "sqlite",
     )
 
 

@@ -23,9 +23,12 @@ from annotation.votes import votes_from_export
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
 from knowref60k.labelling.separation import ROLE_STAGES
+from knowref60k.labelling.slots import QueueState
 
 log = logging.getLogger(__name__)
 CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"
+# Tasks whose annotations are kept between events: far more than are being labelled at once.
+REMEMBERED_TASKS = 200_000
 
 
 @contextmanager
@@ -56,6 +59,15 @@ class ItemIndex:
         return self._rows.get(item_id)
 
 
+@dataclass
+class TaskView:
+    """What the receiver knows of a task: its data, every annotation on it, its queue state."""
+
+    data: dict[str, Any]
+    annotations: dict[int, dict[str, Any]]
+    state: QueueState | None = None
+
+
 class Settler:
     """Applies votes to their tasks on one Label Studio server, with the labelling config's rules."""
 
@@ -67,6 +79,7 @@ class Settler:
         self.items = ItemIndex(tuple(items))
         self.projects: dict[int, str] = {}
         self.role_of: dict[int, str | None] = {}
+        self.views: dict[int, TaskView] = {}
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -81,28 +94,47 @@ class Settler:
             self.role_of = {user["id"]: by_email.get(user["email"]) for user in self.client.users()}
         return self.role_of.get(annotator)
 
-    def settle(self, task_id: int, stage: str) -> str:
-        """Decide the task from the votes its annotators' roles allow, then close it or set its overlap
-        to its votes plus the further votes its rule can still use. Returns what changed."""
-        task: Any = self.client.call(self.client.sdk.tasks.get, str(task_id))
-        listed = self.client.call(self.client.sdk.annotations.list, id=task_id)
-        annotations = [a.model_dump(mode="json") for a in listed]
+    def settle(self, task_id: int, stage: str, events: list[dict[str, Any]]) -> str:
+        """Apply a task's webhook events (in the order they came): decide it from the votes its
+        annotators' roles allow, promote it when screening accepted it, then close it or set its overlap
+        to its votes plus the further votes its rule can still use. Returns what changed. The task's
+        annotations are kept from event to event, and read from the server only when the events do not
+        account for all of them (the receiver started after its first vote, or missed one)."""
+        view = self._view(task_id, events)
+        annotations = [a for a in view.annotations.values() if not a.get("was_cancelled")]
         votes, _ = votes_from_export(
-            [{"id": task_id, "data": task.data, "annotations": annotations}], stage, frozenset()
+            [{"id": task_id, "data": view.data, "annotations": annotations}], stage, frozenset()
         )
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
-        item_id = str(task.data["item_id"])
+        item_id = str(view.data["item_id"])
         decision = decide(item_id, allowed, self.config.rule(stage))
         if stage == SCREENING and decision.status == SCREENED_VALID:
             self.promote(item_id)
-        counted = sum(not a.get("was_cancelled") for a in annotations)
-        state = self.config.queue_state(
-            stage, item_id, [v["choice"] for v in (*decision.votes, *decision.late)], counted
-        )
-        if (state.overlap, state.closed) == (int(task.overlap or 0), bool(task.is_labeled)):
+        choices = [vote["choice"] for vote in (*decision.votes, *decision.late)]
+        state = self.config.queue_state(stage, item_id, choices, len(annotations))
+        if state == view.state:
             return UNCHANGED
         self.client.set_queue_state(task_id, state.overlap, state.closed)
+        view.state = state
         return CLOSED if state.closed else RAISED
+
+    def _view(self, task_id: int, events: list[dict[str, Any]]) -> TaskView:
+        task = events[-1]["task"]
+        view = self.views.get(task_id)
+        if view is None:
+            view = TaskView(task["data"], {})
+        for event in events:
+            view.annotations[int(event["annotation"]["id"])] = event["annotation"]
+        # The latest event's task is the server's word on its state and its count of annotations.
+        view.state = QueueState(int(task["overlap"]), bool(task["is_labeled"]))
+        counted = int(task.get("total_annotations") or 0) + int(task.get("cancelled_annotations") or 0)
+        if len(view.annotations) < counted:
+            listed = self.client.call(self.client.sdk.annotations.list, id=task_id)
+            view.annotations = {int(a.id): a.model_dump(mode="json") for a in listed}
+        self.views[task_id] = view
+        while len(self.views) > REMEMBERED_TASKS:
+            self.views.pop(next(iter(self.views)))
+        return view
 
     def promote(self, item_id: str) -> bool:
         """Import the item into resolution unless it is there; False when it is there or its row is

@@ -28,6 +28,7 @@ from tests.test_annotation import item
 
 # No audit items: these tests count every slot (the audit share has a test of its own below).
 CONFIG = LabellingConfig(controls=(), audit_share=0.0)
+LATER = "2099-01-01T00:00:00.000000Z"
 
 
 @pytest.fixture
@@ -115,14 +116,18 @@ def test_wrong_secrets_bad_payloads_and_repeated_events_change_nothing(project: 
         (session,) = resolvers(client, project, 1)
         task = session.next_task(project_id)
         assert task is not None
-        annotation = {
-            "id": session.vote(task, "antecedent1", "referent"),
-            "task": task["id"],
-            "updated_at": "x",
-        }
+        voted = session.vote(task, "antecedent1", "referent")
         wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
         before = state(client, task["id"])
-        event = {"action": "ANNOTATION_CREATED", "annotation": annotation, "project": {"id": project_id}}
+        # The event as Label Studio sends it, saying the vote was edited (an event not seen before).
+        annotation = {**client.sdk.annotations.get(voted).model_dump(mode="json"), "updated_at": LATER}
+        stored = client.sdk.tasks.get(str(task["id"])).model_dump(mode="json")
+        event = {
+            "action": "ANNOTATION_UPDATED",
+            "annotation": annotation,
+            "task": stored,
+            "project": {"id": project_id},
+        }
         url, secret = receiver_url(project), webhook_secret(project)
         assert httpx.post(url, json=event, headers={SECRET_HEADER: "wrong"}).status_code == 403
         assert httpx.post(url, json=event).status_code == 403

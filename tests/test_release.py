@@ -23,7 +23,7 @@ from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, ResolutionRule, decide
 from knowref60k.prepare.preparer import Preparer
-from knowref60k.release.agreement import agreement, fleiss_kappa
+from knowref60k.release.agreement import agreement, fleiss_kappa, krippendorff_alpha
 from knowref60k.release.build import build_release, opaque
 from knowref60k.release.splits import split_of
 
@@ -166,6 +166,40 @@ def test_agreement_statistics_and_flagged_annotators() -> None:
     assert report.annotators["4"] == {"items": 10, "agreement_with_majority": 0.5}
     assert report.flagged == ["4"] and report.neither_share == 0.0
     assert report.label_balance == {"name1": 10}  # named as in the release
+
+
+def test_kappa_covers_the_audit_sample_and_alpha_every_vote() -> None:
+    """Early stopping leaves all five votes only on contentious items: kappa is taken over the audit items
+    (which always get five), alpha over every vote; an audit item's votes after its decision are not late."""
+    votes = []
+    for item in range(6):  # decided at four agreeing votes; the audit items get a fifth
+        choices = ["antecedent1"] * 4 + (["antecedent2"] if item < 2 else [])
+        votes += [vote(n, choice, n, f"i{item}") for n, choice in enumerate(choices)]
+    votes += [vote(n, "neither", n, "i6") for n in range(2)] + [vote(2, "antecedent1", 2, "i6")]
+    audit = {"i0", "i1"}.__contains__
+    report = agreement([f"i{n}" for n in range(7)], votes, RULE, audit=audit)
+    # i6 is decided by two "neither" votes: its third vote is late.
+    assert (report.kappa_items, report.late_votes) == (2, 1)
+    # Both audit items: four "antecedent1" and one "antecedent2" (Fleiss by hand: P_i = 0.6 for each,
+    # shares 0.8 / 0.2, P_e = 0.68, kappa = (0.6 - 0.68) / 0.32 = -0.25).
+    assert report.kappa == pytest.approx(-0.25)
+    assert report.alpha_votes == len(votes)
+    unaudited = agreement([f"i{n}" for n in range(7)], votes, RULE)
+    assert (unaudited.kappa_items, unaudited.late_votes) == (0, 3) and math.isnan(unaudited.kappa)
+
+
+def test_krippendorff_alpha_against_hand_computed_examples() -> None:
+    # Nominal alpha by hand (coincidence matrix): units [a, a, a] and [a, b] give o_aa = 3,
+    # o_ab = o_ba = 1, n = 5, D_o = 2/5, D_e = (4 * 1 + 1 * 4) / (5 * 4) = 2/5: alpha = 0.
+    # With [b, b] instead: D_o = 0, alpha = 1.
+    first = [vote(n, "antecedent1", n, "u1") for n in range(3)]
+    assert krippendorff_alpha(
+        [*first, vote(0, "antecedent1", 0, "u2"), vote(1, "antecedent2", 1, "u2")]
+    ) == pytest.approx(0.0, abs=1e-9)
+    assert krippendorff_alpha(
+        [*first, vote(0, "antecedent2", 0, "u2"), vote(1, "antecedent2", 1, "u2")]
+    ) == pytest.approx(1.0)
+    assert math.isnan(krippendorff_alpha([vote(0, "antecedent1", 0, "u1")]))
 
 
 # Pinned: a change of the salt, the hash or the cut points moves released items between splits.

@@ -107,10 +107,12 @@ def _print_release(made: Any, debias_features: str | None) -> None:
 
 
 def _print_agreement(summary: dict[str, Any]) -> None:
-    from knowref60k.release.agreement import kappa_text
+    from knowref60k.release.agreement import alpha_text, kappa_text
 
     console.print(
-        f"items: {summary['items']}; Fleiss' kappa {kappa_text(summary['fleiss_kappa'])}; neither votes "
+        f"items: {summary['items']}; Krippendorff's alpha {alpha_text(summary.get('krippendorff_alpha'))} "
+        f"(every vote); Fleiss' kappa {kappa_text(summary['fleiss_kappa'])} "
+        f"({summary.get('fleiss_kappa_items', 0)} audit items); neither votes "
         f"{summary['neither_share']:.1%}; labels {summary['label_balance']}; flagged annotators "
         f"{len(summary['flagged_annotators'])} of {len(summary['annotators'])}"
     )

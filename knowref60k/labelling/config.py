@@ -15,8 +15,8 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.core.validity_model import operating_point
 from knowref60k.labelling.controls import DEFAULT_CONTROLS
-from knowref60k.labelling.decisions import SCREENING, ResolutionRule, Rule, ScreeningRule
-from knowref60k.labelling.slots import POLICIES, QueueState, is_audit, queue_state
+from knowref60k.labelling.decisions import SCREENING, Decision, ResolutionRule, Rule, ScreeningRule
+from knowref60k.labelling.slots import POLICIES, QueueState, is_audit, late_votes, queue_state
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,12 @@ class LabellingConfig:
         return queue_state(
             self.rule(stage), choices, annotations, self.overlap_policy, self.is_audit(item_id)
         )
+
+    def late_votes(self, stage: str, decision: Decision) -> int:
+        """The votes cast after the deciding one that no rule asked for: an audit item's extra votes, up to
+        all its rule can take, are audit votes, not late ones."""
+        audit = self.is_audit(decision.item_id)
+        return late_votes(len(decision.votes), len(decision.late), self.rule(stage).limit, audit)
 
     def initial_overlap(self, stage: str) -> int:
         """The overlap of a task nobody has voted on (its project's `maximum_annotations`)."""

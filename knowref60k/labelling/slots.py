@@ -86,6 +86,12 @@ def queue_state(rule: Rule, choices: Sequence[str], annotations: int, policy: st
     return QueueState(annotations + further, False)
 
 
+def late_votes(deciding: int, after: int, limit: int, audit: bool) -> int:
+    """Of the `after` votes cast after the `deciding` votes that decided an item, those no rule asked for:
+    an audit item's, up to every vote its rule can take (`limit`), are audit votes, not late ones."""
+    return after - min(after, limit - deciding) if audit else after
+
+
 def is_audit(item_id: str, share: float, seed: int) -> bool:
     """Whether the item is in the audit sample: a seeded hash of its id below `share`."""
     digest = hashlib.sha256(f"{seed}\x1faudit\x1f{item_id}".encode()).digest()

@@ -46,7 +46,7 @@ def stage_status(
         "decided": len(decided),
         "outcomes": _outcomes(decided),
         "votes": len(item_votes),
-        "late_votes": sum(len(d.late) for d in decided),
+        "late_votes": sum(config.late_votes(stage, d) for d in decided),
         "control_votes": len(stage_votes) - len(item_votes),
         "votes_per_decided_item": round(per_decided, 2) if per_decided is not None else None,
         "votes_per_kept_item": _per_kept(len(stage_votes), decided, stage),

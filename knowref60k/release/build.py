@@ -24,7 +24,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256, read_rows
 from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
-from knowref60k.labelling.decisions import CHOICES, KEPT
+from knowref60k.labelling.decisions import CHOICES, KEPT, RESOLUTION
 from knowref60k.labelling.quality import is_control
 from knowref60k.overlap.audit import OverlapAudit, marked_release_row, overlap_summary
 from knowref60k.overlap.figures import render_overlap_png
@@ -167,7 +167,7 @@ def release_row(item: Mapping[str, Any], labelled: Labelled) -> dict[str, Any]:
         "annotation_strength": decision.strength,
         "votes": [RELEASE_NAMES[v["choice"]] for v in decision.votes],
         "annotators": [opaque(v["annotator_id"]) for v in decision.votes],
-        "late_votes": len(decision.late),
+        "late_votes": labelled.config.late_votes(RESOLUTION, decision),
         "label_posterior": labelled.label_model.posterior(item_id, decision.label or ""),
         "screeners": [opaque(v["annotator_id"]) for v in screened],
         "simulated_votes": sum(bool(v["simulated"]) for v in (*decision.votes, *screened)),

@@ -12,7 +12,7 @@ import jinja2
 import yaml
 
 from knowref60k.core.figures import pyplot, save_figure
-from knowref60k.release.agreement import kappa_text
+from knowref60k.release.agreement import alpha_text, kappa_text
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.labelled import Labelled
 from knowref60k.release.schema import hf_features, release_fields
@@ -112,6 +112,7 @@ def render_card(
         rule=labelled.config.resolution_rule,
         report=labelled.report,
         kappa=kappa_text(labelled.report.summary()["fleiss_kappa"]),
+        alpha=alpha_text(labelled.report.summary()["krippendorff_alpha"]),
         summary=labelled.summary(),
         screening=labelled.screening_counts(),
         overlap_section=_overlap_section(facts.overlap) if facts.overlap else "",

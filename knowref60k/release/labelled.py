@@ -101,18 +101,24 @@ def label(
     eligible = [i for i in ids if screening is None or i in skipped or screening[i].status == SCREENED_VALID]
     eligible_set = set(eligible)
     resolution_votes = [v for v in by_stage[RESOLUTION] if v["item_id"] in eligible_set]
-    report = agreement(eligible, resolution_votes, config.resolution_rule, annotator_key)
+    report = agreement(eligible, resolution_votes, config.resolution_rule, annotator_key, config.is_audit)
+    label_model = dawid_skene(resolution_votes)
     quality: dict[str, dict[str, Any]] = {}
     for stage, decisions in ((SCREENING, screening or {}), (RESOLUTION, report.decisions)):
         stage_votes = [v for v in votes if v["stage"] == stage]
         for annotator, found in annotator_quality(stage_votes, decisions, control_answers).items():
-            quality[annotator_key(annotator)] = {"stage": stage, **found.to_dict()}
+            accuracy = label_model.accuracy.get(annotator) if stage == RESOLUTION else None
+            quality[annotator_key(annotator)] = {
+                "stage": stage,
+                **found.to_dict(),
+                "dawid_skene_accuracy": accuracy,
+            }
     return Labelled(
         config=config,
         screening=screening,
         skipped=skipped,
         report=report,
-        label_model=dawid_skene(resolution_votes),
+        label_model=label_model,
         validity_model=dawid_skene(by_stage[SCREENING]) if config.screening else None,
         quality=dict(sorted(quality.items())),
         votes={
