@@ -5,6 +5,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SHARED ?= ../shared
 OUT ?= output/run
+# Label Studio's database: sqlite, postgresql (a server of its own) or a postgresql:// URL.
+ifdef LABELSTUDIO_DATABASE
+export KNOWREF60K_LABELSTUDIO_DATABASE := $(LABELSTUDIO_DATABASE)
+endif
 # The 1M-comment sample yields about a hundred items, so the first run shows the whole loop working.
 INPUTS ?= $(SHARED)/data/reddit/RC_sample_1M.zst
 export PREFECT_HOME ?= $(CURDIR)/.prefect
@@ -18,7 +22,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 LS_VENV ?= .venv-labelstudio
 EVAL_VENV ?= .venv-eval
 
-.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium bench-annotation bench-debias demo serve setup-eval
+.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium postgresql bench-annotation bench-debias demo serve setup-eval
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -122,7 +126,16 @@ chromium: ## Debian's Chromium for the browser test (apt-get when missing; a fai
 		{ echo "chromium could not be installed (apt-get install chromium, as root)" >&2; \
 		  [ "$$CI" != true ] && echo "outside CI the browser test will be skipped" >&2; }
 
-test: setup $(EVAL_VENV)/.installed $(LS_VENV)/.installed chromium lint ## Lint plus the whole test suite
+# Label Studio on PostgreSQL for teams (LABELSTUDIO_DATABASE=postgresql, or [labelstudio] database in the
+# config): Debian's server, started by the pipeline in a data folder of its own.
+postgresql: ## Debian's PostgreSQL server for Label Studio (apt-get when missing; a failure stops `make test` in CI)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+		echo "installing Debian's postgresql (apt-get) for Label Studio on PostgreSQL" && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } || \
+		{ echo "postgresql could not be installed (apt-get install postgresql, as root)" >&2; \
+		  [ "$$CI" != true ] && echo "outside CI the PostgreSQL test will be skipped" >&2; }
+
+test: setup $(EVAL_VENV)/.installed $(LS_VENV)/.installed chromium postgresql lint ## Lint plus the whole test suite
 	$(VENV)/bin/pytest -q
 
 eval: setup ## Recall against the KnowRef (2019) reference sentences
@@ -137,8 +150,9 @@ bench-overlap: setup ## Overlap index of RC_sample_1M.zst; WSC / DPR / WinoGrand
 bench-debias: setup ## AFLite on WinoGrande's train_l.tsv with n-gram and encoder features: times and evidence
 	$(PY) benchmarks/bench_debias.py
 
-bench-annotation: setup $(LS_VENV)/.installed ## Push 10k items to / collect 50k votes from a fresh Label Studio
-	$(PY) benchmarks/bench_annotation.py
+bench-annotation: setup $(LS_VENV)/.installed postgresql ## Label Studio under concurrent annotators, on SQLite then PostgreSQL
+	$(PY) benchmarks/bench_annotation.py; missed=$$?; \
+		$(PY) benchmarks/bench_annotation.py --items 0 --database postgresql && exit $$missed
 
 serve: setup $(LS_VENV)/.installed ## Local Prefect server (127.0.0.1:4200) + scheduled deployments (DUMPS_DIR=dumps)
 	$(PY) -m flows.serve --dumps $(or $(DUMPS_DIR),dumps) --out $(OUT)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +105,11 @@ class LocalPostgres:
     def stop(self) -> None:
         if (self.data_dir / "postmaster.pid").exists():
             self._run("pg_ctl", "stop", "-m", "fast", "-D", str(self.data_dir), check=False)
+
+    def remove(self) -> None:
+        """Stop it and delete its data (for throw-away servers: tests, benchmarks)."""
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def _initialise(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)

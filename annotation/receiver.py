@@ -127,6 +127,7 @@ class Receiver:
         if stage is None:
             return self._count("other_project")
         if action == "ANNOTATIONS_DELETED":  # the payload names no task: the next sync reopens it
+            self.settler.forget()  # and no task's annotations are known for sure any more
             return self._count("deletions_left_to_sync")
         annotation, task = payload.get("annotation"), payload.get("task")
         if (
@@ -315,6 +316,7 @@ class ReceiverProcess(Background):
 def serve(config_file: Path) -> None:
     """Run the receiver in the foreground until it is stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown what matters
     started = orjson.loads(config_file.read_bytes())
     fields = started["config"]
     config = LabellingConfig(**{**fields, "controls": tuple(fields["controls"])})

@@ -117,6 +117,24 @@ def demo_settings(settings: Settings) -> Settings:
     return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=state_dir)
 
 
+@dataclass(frozen=True)
+class LabelStudioConfig:
+    """The `[labelstudio]` table of the TOML config: the local server's database (annotation.database).
+    KNOWREF60K_LABELSTUDIO_DATABASE, when set, wins."""
+
+    database: str = "sqlite"
+
+
+def with_config(settings: Settings, config_path: Path | None) -> Settings:
+    """The settings with the config file's `[labelstudio]` table applied."""
+    from knowref60k.core.config import load_section
+
+    if os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE"):
+        return settings
+    config = load_section(LabelStudioConfig, config_path, "labelstudio", {})
+    return dataclasses.replace(settings, database=config.database)
+
+
 def receiver_url(settings: Settings) -> str:
     """Where Label Studio sends its webhooks: KNOWREF60K_RECEIVER_URL, else loopback beside the server."""
     explicit = os.environ.get("KNOWREF60K_RECEIVER_URL")

@@ -118,6 +118,10 @@ class Settler:
         view.state = state
         return CLOSED if state.closed else RAISED
 
+    def forget(self) -> None:
+        """Read every task's annotations from the server again at its next event (after a deletion)."""
+        self.views = {}
+
     def _view(self, task_id: int, events: list[dict[str, Any]]) -> TaskView:
         task = events[-1]["task"]
         view = self.views.get(task_id)

@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from annotation.accounts import create_accounts
 from annotation.client import STAGE_PROJECTS, LabelStudioClient
 from annotation.collect import collect
+from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
 from annotation.receiver import ReceiverProcess
 from annotation.server import Server
 from annotation.settings import Settings
@@ -356,6 +357,7 @@ def check_load(
     votes = pq.read_table(votes_dir / "votes.parquet").to_pylist()
     tasks = pq.read_table(votes_dir / "tasks.parquet").to_pylist()
     stage_votes = [v for v in votes if v["stage"] == spec.stage]
+    promoted = sum(1 for task in tasks if task["stage"] != spec.stage)
     decisions = decide_stage(stage_votes, spec.stage, config.rule(spec.stage))
     decided = [d for d in decisions.values() if d.decided]
     early = {i for i, at in load.started.items() if at < load.deadline - SETTLED_BEFORE_DEADLINE}
@@ -377,8 +379,9 @@ def check_load(
         "audit_items": len(decided) - len(counted),
         "undecided_started": sum(1 for d in decisions.values() if not d.decided),
         "costed_items": len(counted),
-        "undecided_among_costed": sum(1 for i in early if i in decisions and not decisions[i].decided),
-        "tasks_in_the_wrong_state": wrong_states(tasks, stage_votes, config),
+        "undecided_among_costed": sum(1 for i in early if not (i in decisions and decisions[i].decided)),
+        "tasks_in_the_wrong_state": wrong_states(tasks, votes, config),
+        "promoted_to_resolution": promoted,
         "late_votes": late,
         "late_share": round(late / len(collected), 4) if collected else None,
         "votes_per_decided_item": round(spent / len(counted), 3) if counted else None,
@@ -390,12 +393,12 @@ def check_load(
 
 def wrong_states(tasks: list[dict[str, Any]], votes: list[dict[str, Any]], config: LabellingConfig) -> int:
     """Tasks whose queue state after the last sync is not what their votes call for."""
-    by_item: dict[str, list[dict[str, Any]]] = {}
+    by_item: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for vote in votes:
-        by_item.setdefault(vote["item_id"], []).append(vote)
+        by_item.setdefault((vote["stage"], vote["item_id"]), []).append(vote)
     wrong = 0
     for task in tasks:
-        choices = [v["choice"] for v in distinct_votes(by_item.get(task["item_id"], []))]
+        choices = [v["choice"] for v in distinct_votes(by_item.get((task["stage"], task["item_id"]), []))]
         state = config.queue_state(task["stage"], task["item_id"], choices, task["annotators"])
         wrong += (state.overlap, state.closed) != (task["overlap"], task["is_labeled"])
     return wrong
@@ -503,6 +506,8 @@ def main() -> int:
             }
         finally:
             console.print(server.stop())
+            if args.database == POSTGRESQL:
+                LocalPostgres(settings.state_dir, settings.port + POSTGRES_PORT_OFFSET).remove()
     return report(results, f"annotation-{args.database.split(':')[0]}{'-faults' if args.faults else ''}")
 
 
@@ -557,8 +562,14 @@ def load_checks(name: str, loaded: dict[str, Any]) -> list[tuple[str, bool, str]
         ),
         (
             f"{name}: a task needing a vote served again within 2 s (p99)",
-            opening.get("p99", 99) <= 2,
-            str(opening),
+            opening.get("p99", 0) <= 2,
+            str(opening) if opening["n"] else "no vote left its task needing another",
+        ),
+        (
+            f"{name}: the items costed were decided (none left open)",
+            loaded["undecided_among_costed"] == 0,
+            f"{loaded['undecided_among_costed']} of those started {SETTLED_BEFORE_DEADLINE:.0f} s before "
+            "the deadline still open",
         ),
     ]
 

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from prefect import flow, task
 
-from annotation.settings import demo_settings, load_settings
+from annotation.settings import demo_settings, load_settings, with_config
 from flows.common import RunSettings, missing_inputs
 from flows.labelling import collect_votes, promote, push, simulate, start_label_studio
 from flows.pipeline import pipeline_flow
@@ -65,7 +65,9 @@ def demo_flow(
     seed: int = 0,
 ) -> dict[str, Any]:
     out = Path(out_dir)
-    settings = demo_settings(load_settings(create=True))
+    settings = with_config(
+        demo_settings(load_settings(create=True)), Path(config_path) if config_path else None
+    )
     run_settings = RunSettings.load(config_path)
     config = run_settings.labelling
     pipeline = pipeline_flow(dumps, str(out), settings=run_settings)

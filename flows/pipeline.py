@@ -15,7 +15,7 @@ from typing import Any
 
 from prefect import flow
 
-from annotation.settings import load_settings
+from annotation.settings import load_settings, with_config
 from flows.common import RunSettings, missing_inputs, worker_count
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 def annotation_flow(items: list[str], screeners: int, resolvers: int, config_path: str | None = None) -> None:
     """Start Label Studio if needed, push the items to screening, make sure screeners and resolvers
     (two groups that never share an account) can log in; print where."""
-    settings = load_settings(create=True)
+    settings = with_config(load_settings(create=True), Path(config_path) if config_path else None)
     config = load_labelling_config(Path(config_path) if config_path else None)
     console = make_console()
     console.print(start_label_studio(settings, config, sorted({str(Path(p).parent) for p in items})))

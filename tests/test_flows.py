@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from annotation.client import LabelStudioClient, read_items
-from annotation.settings import Settings
+from annotation.receiver import ReceiverProcess
+from annotation.settings import Settings, demo_settings, load_settings
 from annotation.tasks import ORDER_SEED, simulated_truth
 from flows.annotate import collect_flow, push_flow
 from flows.extract import extract_flow
@@ -423,6 +424,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
 ) -> None:
     import flows.demo
 
@@ -435,7 +437,13 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     env_file_before = ENV_FILE.read_bytes() if ENV_FILE.exists() else None
     dump = write_dump(tmp_path / "dumps" / "RC_2099-03.ndjson")
     out = tmp_path / "demo"
+    receiver = ReceiverProcess(demo_settings(load_settings()))
+    request.addfinalizer(receiver.stop)  # the demo's receiver, beside the session's server
     result = flows.demo.demo_flow([str(dump)], str(out))
+    # Every vote went through the receiver, which settled each one.
+    health = receiver.health()
+    assert health is not None and health["queued"] == sum(result["votes_cast"].values())
+    assert "left_to_sync" not in health
     # every setting came from the environment: the repo's .env is neither written nor changed
     assert (ENV_FILE.read_bytes() if ENV_FILE.exists() else None) == env_file_before
     assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6

@@ -6,6 +6,7 @@ the periodic sync repairing what a stopped receiver missed."""
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,17 +19,78 @@ import pytest
 from annotation.accounts import create_accounts
 from annotation.client import LabelStudioClient
 from annotation.collect import collect
-from annotation.receiver import ReceiverProcess
+from annotation.receiver import Receiver, ReceiverProcess, TaskQueue
+from annotation.server import Server
 from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
 from annotation.simulate import AnnotatorSession
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
-from tests.conftest import wait_for
+from tests.conftest import free_port, missing_prerequisite, wait_for
 from tests.test_annotation import item
 
-# No audit items: these tests count every slot (the audit share has a test of its own below).
+# No audit items: these tests count every slot (the audit share: tests/test_slots.py, tests/test_release.py).
 CONFIG = LabellingConfig(controls=(), audit_share=0.0)
 LATER = "2099-01-01T00:00:00.000000Z"
+
+
+class FakeSettler:
+    """Stands in for annotation.settle.Settler in the unit tests below: project 7 is the resolution one."""
+
+    forgotten = 0
+
+    def stage_of(self, project: int) -> str | None:
+        return RESOLUTION if project == 7 else None
+
+    def forget(self) -> None:
+        self.forgotten += 1
+
+
+def event(
+    annotation: int, task: int = 1, project: int = 7, action: str = "ANNOTATION_CREATED"
+) -> dict[str, Any]:
+    return {
+        "action": action,
+        "annotation": {"id": annotation, "updated_at": "2026-01-01T00:00:00Z"},
+        "task": {"id": task, "data": {"item_id": f"item-{task}"}},
+        "project": {"id": project},
+    }
+
+
+def test_the_queue_hands_a_task_to_one_worker_at_a_time_with_its_events_in_order() -> None:
+    queue = TaskQueue()
+    queue.put(1, RESOLUTION, event(10))
+    queue.put(2, RESOLUTION, event(20, task=2))
+    queue.put(1, RESOLUTION, event(11))
+    task, stage, events = queue.take()
+    assert (task, stage, [e["annotation"]["id"] for e in events]) == (1, RESOLUTION, [10, 11])
+    queue.put(1, RESOLUTION, event(12))  # arrives while task 1 is being settled: waits for its turn
+    assert queue.take()[0] == 2 and not queue.idle()
+    queue.done(1)
+    again, _, later = queue.take()
+    assert (again, [e["annotation"]["id"] for e in later]) == (1, [12])
+    queue.done(1)
+    queue.done(2)
+    assert queue.idle()
+
+
+def test_the_receiver_queues_our_votes_once_and_refuses_what_is_not_a_vote() -> None:
+    settler = FakeSettler()
+    receiver = Receiver(settler, "secret")  # type: ignore[arg-type]
+    assert (
+        receiver.authorised("secret") and not receiver.authorised("Secret") and not receiver.authorised(None)
+    )
+    assert receiver.accept(event(1)) == "queued"
+    assert receiver.accept(event(1)) == "duplicates"
+    assert receiver.accept(event(2, project=8)) == "other_project"
+    assert receiver.accept({"action": "PROJECT_UPDATED"}) == "ignored_action"
+    assert (
+        receiver.accept({"action": "ANNOTATIONS_DELETED", "project": {"id": 7}}) == "deletions_left_to_sync"
+    )
+    for bad in ([], {"action": None}, {"action": "ANNOTATION_CREATED"}, {**event(3), "task": {"id": "x"}}):
+        with pytest.raises(ValueError):
+            receiver.accept(bad)
+    assert receiver.report()["queued"] == 1 and not receiver.report()["idle"]
+    assert settler.forgotten == 1  # a deletion: every task's annotations are read again
 
 
 @pytest.fixture
@@ -182,3 +244,47 @@ def test_the_sync_repairs_what_a_stopped_receiver_missed(project: Settings, tmp_
         assert sessions[2].next_task(project_id) is not None
         for session in sessions:
             session.close()
+
+
+@pytest.mark.integration
+def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -> None:
+    """A Label Studio of its own on a PostgreSQL of its own (Debian's, in a data folder of its own):
+    migrated on first start, settled through the receiver, collected like the SQLite one."""
+    from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
+    from knowref60k.core.errors import UserError
+
+    try:
+        postgres_bin()
+    except UserError as error:
+        missing_prerequisite(str(error))
+    settings = Settings(
+        url=f"http://127.0.0.1:{free_port()}",
+        username="admin@knowref60k.test",
+        password=secrets.token_urlsafe(12),
+        api_key=secrets.token_hex(20),
+        project="knowref60k on postgresql",
+        state_dir=tmp_path / "state",
+        database="postgresql",
+    )
+    server = Server(settings)
+    database = LocalPostgres(settings.state_dir, settings.port + POSTGRES_PORT_OFFSET)
+    try:
+        server.start()
+        ReceiverProcess(settings).start(CONFIG, [])
+        assert not (server.data_dir / "label_studio.sqlite3").exists()  # its data is in PostgreSQL
+        with LabelStudioClient(settings) as client:
+            client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+            project_id = client.existing_project(RESOLUTION)
+            assert client.sdk.projects.get(id=project_id).sampling == "Sequential sampling"
+            sessions = resolvers(client, settings, 4)
+            for session in sessions:
+                task_id = vote_and_settle(session, settings, project_id, "antecedent1")
+            assert state(client, task_id) == (4, True)
+            report = collect(client, tmp_path / "votes", CONFIG)
+            for session in sessions:
+                session.close()
+        assert report["votes"] == 4 and report["closed_tasks"][RESOLUTION]["closed"] == 0
+    finally:
+        server.stop()
+        database.remove()
+    assert not database.data_dir.exists()
