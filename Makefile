@@ -96,10 +96,11 @@ $(LS_VENV)/.installed: requirements-labelstudio.lock | $(VENV)/.installed
 setup: $(VENV)/.compiled ## Create .venv with pinned dependencies, a spaCy pipeline and the encoder
 	@mkdir -p $(PREFECT_HOME) && chmod 700 $(PREFECT_HOME)
 
-labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio on 127.0.0.1 (data in .labelstudio/, logins in .env)
+labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio and its vote receiver on 127.0.0.1 (data in .labelstudio/, logins in .env)
 	@$(PY) -m annotation.server start
+	@$(PY) -m annotation.receiver start --items $(OUT)/items
 
-labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started
+labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started, and its vote receiver
 	@$(PY) -m annotation.server stop
 
 demo-stop: ## Stop the demo's own Label Studio (port 8081, data in .labelstudio-demo/)

@@ -58,7 +58,10 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
     role_by_email = roles(client.settings)
     separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()})
     closed = {
-        stage: apply_queue_states(client, states[stage], separated.accepted, config) for stage in states
+        stage: apply_queue_states(
+            client, states[stage], separated.accepted, config, annotated(exported[stage])
+        )
+        for stage in states
     }
     changes = _changes(out_dir / "votes.parquet", separated.accepted)
     _write(out_dir, separated.accepted, [row for rows in states.values() for row in rows])
@@ -99,17 +102,28 @@ def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dic
     ]
 
 
+def annotated(tasks: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """item -> the annotations (skips left out) an export holds of its task."""
+    return {
+        task["data"]["item_id"]: sum(not a.get("was_cancelled") for a in task.get("annotations") or [])
+        for task in tasks
+    }
+
+
 def apply_queue_states(
     client: LabelStudioClient,
     tasks: list[dict[str, Any]],
     votes: Iterable[Mapping[str, Any]],
     config: LabellingConfig,
+    exported: Mapping[str, int],
 ) -> dict[str, int]:
     """Set every task to the queue state its accepted votes call for: closed once decided (an audit item
     once it has all its votes), else admitting its votes plus the further votes its rule can still use.
     The receiver does this per vote; here it is done for every task, which repairs whatever the receiver
-    missed. The task rows are updated to their new state; returns how many were closed, reopened (closed
-    by Label Studio itself on refused votes, or after a vote was withdrawn) and given another overlap."""
+    missed. A task voted on between the export and the listing of the tasks (its annotations differ from
+    the `exported` count) is left to the receiver: its votes here are not all of them. The task rows are
+    updated to their new state; returns how many were closed, reopened (closed by Label Studio itself on
+    refused votes, or after a vote was withdrawn), given another overlap, or left as moving."""
     by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     stages = {task["stage"] for task in tasks}
     for vote in votes:
@@ -117,6 +131,9 @@ def apply_queue_states(
             by_item[vote["item_id"]].append(vote)
     changed = {"closed": 0, "reopened": 0, "overlap_set": 0}
     for task in tasks:
+        if exported.get(task["item_id"], 0) != task["annotators"]:
+            changed["moving"] = changed.get("moving", 0) + 1
+            continue
         choices = [vote["choice"] for vote in distinct_votes(by_item.get(task["item_id"], []))]
         state = config.queue_state(task["stage"], task["item_id"], choices, task["annotators"])
         if (state.overlap, state.closed) == (task["overlap"], task["is_labeled"]):

@@ -7,6 +7,7 @@ shared secret (403), answers a bad payload with 400 and a log line, ignores even
 repeated events, and loses nothing it cannot repair: whatever it misses (it was down, Label Studio was
 restarted, a settle failed) the periodic sync (`annotation.collect`) reconciles.
 
+    python -m annotation.receiver start [--items output/run/items] [--config FILE]    (make labelstudio)
     python -m annotation.receiver stop|status [--demo]
     python -m annotation.receiver serve CONFIG_JSON      (in the foreground; what the flows start)
 """
@@ -48,7 +49,7 @@ from annotation.settings import (
 from annotation.settle import Settler
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import private_dir
-from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 
 log = logging.getLogger(__name__)
 WORKERS = 4
@@ -330,14 +331,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The vote receiver of the local Label Studio.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("serve").add_argument("config_file", type=Path)
+    start = commands.add_parser("start")
+    start.add_argument("--items", default="output/run/items", help="folder of the *.items.parquet to promote")
+    start.add_argument("--config", default=None, help="TOML file with a [labelling] table")
     for name in ("stop", "status"):
         commands.add_parser(name).add_argument("--demo", action="store_true", help="the demo's server")
     args = parser.parse_args(argv)
     if args.command == "serve":
         serve(args.config_file)
         return 0
-    settings = load_settings()
-    process = ReceiverProcess(demo_settings(settings) if args.demo else settings)
+    settings = load_settings(create=args.command == "start")
+    if args.command == "start":
+        try:
+            config = load_labelling_config(Path(args.config) if args.config else None)
+            print(ReceiverProcess(settings).start(config, [Path(args.items)]))
+        except (RuntimeError, UserError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        return 0
+    process = ReceiverProcess(demo_settings(settings) if getattr(args, "demo", False) else settings)
     if args.command == "stop":
         print(process.stop())
     else:

@@ -22,6 +22,7 @@ from annotation.tasks import ORDER_SEED
 from annotation.votes import votes_from_export
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
+from knowref60k.labelling.quality import is_control
 from knowref60k.labelling.separation import ROLE_STAGES
 from knowref60k.labelling.slots import QueueState
 
@@ -46,16 +47,20 @@ def promotion_lock(client: LabelStudioClient) -> Iterator[None]:
 
 @dataclass
 class ItemIndex:
-    """Where each item's row is: the *.items.parquet files of some folders, read again when an item is
-    not found (new items appear as dumps are processed)."""
+    """Each item's row, from the *.items.parquet files of some folders; read again when an item is not
+    found and the files have changed since (new items appear as dumps are processed)."""
 
     folders: tuple[Path, ...]
     _rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _read: tuple[tuple[str, float], ...] = ()
 
     def get(self, item_id: str) -> dict[str, Any] | None:
         if item_id not in self._rows:
             paths = sorted(path for folder in self.folders for path in folder.glob("*.items.parquet"))
-            self._rows = {row["candidate_id"]: row for row in read_items(paths)}
+            files = tuple((str(path), path.stat().st_mtime) for path in paths)
+            if files != self._read:
+                self._rows = {row["candidate_id"]: row for row in read_items(paths)}
+                self._read = files
         return self._rows.get(item_id)
 
 
@@ -108,7 +113,7 @@ class Settler:
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
         item_id = str(view.data["item_id"])
         decision = decide(item_id, allowed, self.config.rule(stage))
-        if stage == SCREENING and decision.status == SCREENED_VALID:
+        if stage == SCREENING and decision.status == SCREENED_VALID and not is_control(item_id):
             self.promote(item_id)
         choices = [vote["choice"] for vote in (*decision.votes, *decision.late)]
         state = self.config.queue_state(stage, item_id, choices, len(annotations))
