@@ -120,8 +120,9 @@ def apply_queue_states(
     """Set every task to the queue state its accepted votes call for: closed once decided (an audit item
     once it has all its votes), else admitting its votes plus the further votes its rule can still use.
     The receiver does this per vote; here it is done for every task, which repairs whatever the receiver
-    missed. A task voted on between the export and the listing of the tasks (its annotations differ from
-    the `exported` count) is left to the receiver: its votes here are not all of them. The task rows are
+    missed. The annotations that hold a task's slots are those the export holds (`exported`; a task's own
+    counter can lag after a crash); a task voted on between the export and the listing of the tasks (its
+    counter above the export's) is left to the receiver: its votes here are not all of them. The task rows are
     updated to their new state; returns how many were closed, reopened (closed by Label Studio itself on
     refused votes, or after a vote was withdrawn), given another overlap, or left as moving."""
     by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -131,11 +132,12 @@ def apply_queue_states(
             by_item[vote["item_id"]].append(vote)
     changed = {"closed": 0, "reopened": 0, "overlap_set": 0}
     for task in tasks:
-        if exported.get(task["item_id"], 0) != task["annotators"]:
+        held = exported.get(task["item_id"], 0)
+        if task["annotators"] > held:
             changed["moving"] = changed.get("moving", 0) + 1
             continue
         choices = [vote["choice"] for vote in distinct_votes(by_item.get(task["item_id"], []))]
-        state = config.queue_state(task["stage"], task["item_id"], choices, task["annotators"])
+        state = config.queue_state(task["stage"], task["item_id"], choices, held)
         if (state.overlap, state.closed) == (task["overlap"], task["is_labeled"]):
             continue
         kind = (
