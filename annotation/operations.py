@@ -78,8 +78,8 @@ def simulate(
     seed: int = 0,
 ) -> Work:
     """FOR DEMOS AND TESTS: simulated accounts of the stage's role work through its labelling stream at
-    the same time, as people do; each vote is settled by the vote receiver, as in production (start it
-    with `ReceiverProcess.start`). Screeners answer `screening_truth` (item -> valid or a reason; "valid"
+    the same time, as people do; each vote is settled by the vote receiver, as in production (the one
+    running, else one started here). Screeners answer `screening_truth` (item -> valid or a reason; "valid"
     where it has none), resolvers a seeded coin."""
     if stage == SCREENING:
         truth = dict(screening_truth or {})
@@ -89,6 +89,8 @@ def simulate(
     accounts = ensure_accounts(client, STAGE_ROLES[stage], annotators, SIMULATED_PREFIX)
     project = client.existing_project(stage)
     receiver = ReceiverProcess(client.settings)
+    if not receiver.healthy():  # (it promotes nothing: it is given no items; `promote` does that)
+        receiver.start(config, [])
     sessions = [AnnotatorSession(client.settings, account) for account in accounts]
     try:
         return work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, receiver.settled)

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from annotation.client import ITEM_COLUMNS, LabelStudioClient
+from annotation.receiver import ReceiverProcess
 from annotation.settings import Settings
 from knowref60k.cli.app import app
 from knowref60k.core.io import ITEM_SCHEMA
@@ -60,6 +61,8 @@ def cli_settings(
         label_studio, project=f"cli {request.node.name}"[:38], state_dir=tmp_path / "state"
     )
     use_label_studio(monkeypatch, settings)
+    # `annotate simulate` starts the vote receiver when none runs: stopped with the test.
+    request.addfinalizer(ReceiverProcess(settings).stop)
     return settings
 
 

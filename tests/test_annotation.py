@@ -199,9 +199,11 @@ def test_a_project_per_stage_is_created_once(project_settings: Settings) -> None
         raw = {"tasks:data.sentence_html", "tasks:data.answer_identity", "tasks:annotations_results"}
         assert raw <= hidden
         assert "tasks:data.sentence" not in hidden
-        # A rule that needs more votes than the project takes would never decide: refused.
-        with pytest.raises(UserError, match="takes at most 3 votes"):
-            client.ensure_project(SCREENING, 5)
+        # A project made with another overlap at creation keeps it (changing it would reopen every
+        # task): the tasks imported into it get the rule's overlap one by one.
+        assert client.ensure_project(SCREENING, 5) == screening
+        assert client.overlap_at_import == {screening: 5}
+        assert client.sdk.projects.get(id=screening).maximum_annotations == 3
 
 
 @pytest.mark.integration
