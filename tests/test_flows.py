@@ -32,7 +32,7 @@ from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING, decide_stage
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 from tests.conftest import REPO, free_port, use_label_studio, wait_for
@@ -397,24 +397,23 @@ def check_the_loop(result: dict[str, Any]) -> tuple[list[str], int]:
     all_votes = pq.read_table(votes["votes_path"]).to_pylist()
     screened = {v["item_id"]: v["choice"] for v in all_votes if v["stage"] == SCREENING}
     assert sorted(screened) == sorted(set(item_ids_of(items)) - set(sure))
-    assert result["votes_cast"][SCREENING] == first
-    screened_valid = sorted(item for item, choice in screened.items() if choice == "valid")
+    # One vote decides a screening task; screeners working at once on SQLite may, rarely, both get one.
+    assert result["votes_cast"][SCREENING] >= first
+    decided = decide_stage(all_votes, SCREENING, config.screening_rule)
+    screened_valid = sorted(item for item, d in decided.items() if d.status == "screened_valid")
     promoted = len(screened_valid)
-    assert result["promoted"] == {
-        "screened_valid": promoted,
-        "pushed": promoted,
-        "tasks": promoted + len(sure),
-    }
-    assert votes["votes_by_stage"] == {SCREENING: first, RESOLUTION: result["votes_cast"][RESOLUTION]}
+    # The vote receiver promoted each screened-valid item as its vote came; the sync's promotion after the
+    # screening found them all there.
+    assert result["promoted"] == {"screened_valid": promoted, "pushed": 0, "tasks": promoted + len(sure)}
+    assert votes["votes_by_stage"] == result["votes_cast"]
     assert votes["simulated_votes"] == votes["votes"] and votes["refused_votes"] == {}
     by_item: dict[str, list[str]] = {}
     for vote in sorted(all_votes, key=lambda v: v["created_at"]):
         if vote["stage"] == RESOLUTION:
             by_item.setdefault(vote["item_id"], []).append(vote["choice"])
     assert sorted(by_item) == sorted([*screened_valid, *sure])
-    kept = sum(
-        1 for cast in by_item.values() if max(cast.count("antecedent1"), cast.count("antecedent2")) >= 4
-    )
+    resolved = decide_stage(all_votes, RESOLUTION, config.resolution_rule)
+    kept = sum(1 for decision in resolved.values() if decision.status == "kept")
     return sorted(by_item), kept
 
 
