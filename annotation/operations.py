@@ -63,6 +63,7 @@ def promote(
     items already there, promoted by the vote receiver or an earlier sync, are not pushed again)."""
     accepted = screened_valid(votes_path, config)
     rows = (row for row in read_items(item_paths) if row["candidate_id"] in accepted)
+    client.ensure_project(RESOLUTION, config.initial_overlap(RESOLUTION))  # the server answers: then lock
     with promotion_lock(client):
         report = client.push(rows, RESOLUTION, config.initial_overlap(RESOLUTION), ORDER_SEED)
     return {"screened_valid": len(accepted), "pushed": report.pushed, "tasks": report.tasks_in_project}
