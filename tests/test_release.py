@@ -21,10 +21,12 @@ from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, ResolutionRule, decide
 from knowref60k.prepare.preparer import Preparer
 from knowref60k.release.agreement import agreement, fleiss_kappa, krippendorff_alpha
 from knowref60k.release.build import build_release, opaque
+from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.splits import split_of
 
 RULE = ResolutionRule()
@@ -420,9 +422,14 @@ def test_release_is_complete_loadable_and_byte_identical(pipeline_run: Path, tmp
         "rejected_neither": 1,
     }
     assert sum(first.splits.values()) == 3
-    # Fleiss' kappa by hand over the 5 complete items (a1, a2, neither): [5,0,0] [0,4,1] [3,2,0] [1,0,4]
-    # [0,5,0]: P = (1 + .6 + .4 + .6 + 1) / 5 = .72; Pe = .36² + .44² + .2² = .3632; (.72 - .3632) / .6368
-    assert first.report.kappa == pytest.approx(0.560302, abs=1e-6)
+    # Fleiss' kappa covers the audit sample: with every item audited, by hand over the 5 complete items
+    # (a1, a2, neither): [5,0,0] [0,4,1] [3,2,0] [1,0,4] [0,5,0]: P = (1 + .6 + .4 + .6 + 1) / 5 = .72;
+    # Pe = .36² + .44² + .2² = .3632; (.72 - .3632) / .6368
+    everything = ReleaseConfig(labelling=LabellingConfig(audit_share=1.0))
+    audited = build_release(pipeline_run, pipeline_run / "votes.parquet", "v1", tmp_path / "c", everything)
+    assert audited.report.kappa == pytest.approx(0.560302, abs=1e-6) and audited.report.kappa_items == 5
+    assert audited.report.late_votes == 0  # every fifth vote was asked for
+    assert first.report.alpha_votes == audited.report.alpha_votes and -1 <= first.report.alpha <= 1
     for name in files:  # the comment author's user name is never released, in any file
         assert b"secret_user_name" not in (first.path / name).read_bytes(), name
     with pytest.raises(UserError, match="never overwritten"):
@@ -438,7 +445,9 @@ def check_card_and_manifest(release: Path) -> None:
     assert card.splitlines()[1].startswith("# WARNING: built from SIMULATED votes")
     assert "WARNING: SIMULATED VOTES" in card and "secret_user_name" not in card
     manifest = orjson.loads((release / "manifest.json").read_bytes())
-    assert next(iter(manifest)) == "warning" and manifest["agreement"]["fleiss_kappa"] == 0.5603
+    agreement = manifest["agreement"]
+    assert next(iter(manifest)) == "warning" and agreement["krippendorff_alpha"] is not None
+    assert "Fleiss' kappa over the audit sample" in card and "Krippendorff's alpha over every" in card
     assert (
         manifest["sources"][0]["file"] == "RC_2099-01.ndjson" and len(manifest["sources"][0]["sha256"]) == 64
     )
