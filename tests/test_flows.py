@@ -263,9 +263,8 @@ def test_collect_flow_writes_every_vote(
     out = tmp_path / "annotation"
     report = collect_flow(str(out))
     assert report["votes_path"] == str(out / "votes.parquet")
-    counts = {
-        key: report[key] for key in report if key not in ("votes_path", "projects", "emails", "refused_lines")
-    }
+    ignored = ("votes_path", "projects", "emails", "refused_lines", "closed_tasks")
+    counts = {key: report[key] for key in report if key not in ignored}
     assert counts == {
         "annotations": 36,
         "votes": 36,
@@ -274,17 +273,22 @@ def test_collect_flow_writes_every_vote(
         "skipped": 0,
         "without_choice": 0,
         "refused_votes": {},
-        # Every task got all five votes (nothing settled them in between): Label Studio closed them itself.
-        "closed_tasks": {
-            SCREENING: {"closed": 0, "reopened": 0, "overlap_set": 0},
-            RESOLUTION: {"closed": 0, "reopened": 0, "overlap_set": 0},
-        },
         "new_votes": 36,
         "updated_votes": 0,
         "unchanged_votes": 0,
         "withdrawn_votes": 0,
         "simulated_votes": 30,
     }
+    # Every task got all its votes (nothing settled them in between): Label Studio closed them itself,
+    # except, on SQLite, one whose last two votes were saved at once (each counted the other's task
+    # state): the sync closes those. After it every task is closed.
+    assert report["closed_tasks"][SCREENING] == {"closed": 0, "reopened": 0, "overlap_set": 0}
+    assert (
+        report["closed_tasks"][RESOLUTION]["reopened"]
+        == report["closed_tasks"][RESOLUTION]["overlap_set"]
+        == 0
+    )
+    assert all(task["is_labeled"] for task in pq.read_table(out / "tasks.parquet").to_pylist())
     assert orjson.loads((out / "collect.json").read_bytes()) == {
         key: value for key, value in report.items() if key not in ("votes_path", "refused_lines")
     }
