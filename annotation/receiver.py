@@ -310,6 +310,8 @@ class ReceiverProcess(Background):
             "LABEL_STUDIO_API_KEY": settings.api_key,
             "KNOWREF60K_PROJECT": settings.project,
             "KNOWREF60K_LABELSTUDIO_DIR": str(settings.state_dir),
+            # Its client picks the projects' sampling by the database: it must not undo the pipeline's.
+            "KNOWREF60K_LABELSTUDIO_DATABASE": settings.database,
             "PYTHONPATH": str(REPO),
         }
 
