@@ -30,6 +30,7 @@ PHASES = (
     "overlap",
     "debias",
     "labelling",
+    "quality",
     "release",
     "evaluate",
     "cli",
@@ -293,6 +294,21 @@ def test_extraction_and_preparation_never_import_the_eval_extra() -> None:
         "import knowref60k.cli.app, knowref60k.extract.extractor, knowref60k.prepare.preparer\n"
         "import flows.pipeline\n"
         "print(json.dumps(sorted(m for m in ('torch', 'transformers', 'lm_eval') if m in sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout) == []
+
+
+def test_the_extraction_path_never_loads_the_quality_package() -> None:
+    """The gold set, its evaluation and the score's training live in `quality/`: an extraction worker and
+    the pipeline flow load none of it."""
+    script = (
+        "import sys, json\n"
+        "import knowref60k.extract.extractor, knowref60k.extract.pipeline, knowref60k.prepare.preparer\n"
+        "import flows.pipeline\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('knowref60k.quality'))))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True

@@ -13,7 +13,7 @@ import pytest
 
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, ExtractConfig, load_config
 from knowref60k.extract.context import ExtractContext
-from knowref60k.extract.evaluation import (
+from knowref60k.quality.evaluation import (
     ReferenceItem,
     _outcome,
     count_connectives,
@@ -435,7 +435,7 @@ def test_the_readme_headline_numbers_are_a_fresh_measurement(
     reference: list[ReferenceItem], recall: tuple[str, list[dict[str, Any]]]
 ) -> None:
     from knowref60k.core.paths import VALIDITY_MODEL
-    from knowref60k.extract.gold import gold_metadata, load_gold, score_gold
+    from knowref60k.quality.gold import gold_metadata, load_gold, score_gold
 
     model_name, (default, _) = recall
     if model_name != README_MODEL:

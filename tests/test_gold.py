@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from knowref60k.core.errors import UserError
-from knowref60k.extract.gold import (
+from knowref60k.quality.gold import (
     GOLD_FILE,
     REASONS,
     GoldItem,
@@ -19,7 +19,7 @@ from knowref60k.extract.gold import (
     judge,
     load_gold,
 )
-from knowref60k.extract.pool import POOL_FIELDS
+from knowref60k.quality.pool import POOL_FIELDS
 
 GOLD_FIELDS = set(POOL_FIELDS) | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
 # Items added since carry every person named before the connective (their offsets).
@@ -122,7 +122,7 @@ def test_judge_tells_whole_names_from_cut_names_and_other_words() -> None:
 @pytest.fixture(scope="module")
 def gold_scores() -> dict[str, Any]:
     from knowref60k.core.config import ExtractConfig
-    from knowref60k.extract.gold import score_gold
+    from knowref60k.quality.gold import score_gold
     from knowref60k.extract.nlp import resolve_model_name
 
     config = ExtractConfig()

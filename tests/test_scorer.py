@@ -29,7 +29,7 @@ from tests.test_model_evaluation import in_eval_environment
 
 
 def test_the_trees_walked_with_numpy_give_scikit_learns_probabilities(tmp_path: Path) -> None:
-    from knowref60k.extract.training import export, fit
+    from knowref60k.quality.training import export, fit
 
     rng = np.random.default_rng(0)
     features = rng.normal(size=(400, len(FEATURES)))
@@ -198,9 +198,9 @@ def test_adapters_other_than_the_models_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_the_score_is_deterministic(extractor: Any) -> None:
-    from knowref60k.extract.gold import load_gold
+    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
-    from knowref60k.extract.scorer_data import examples
+    from knowref60k.quality.scorer_data import examples
 
     items = load_gold()[:150]
     first = examples(items, resolve_model_name(None))
@@ -247,9 +247,9 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
     the same code), compared by the scores on the held-back gold candidates."""
     from safetensors.numpy import load_file
 
-    from knowref60k.extract.gold import load_gold
+    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
-    from knowref60k.extract.scorer_data import examples
+    from knowref60k.quality.scorer_data import examples
     from knowref60k.extract.span_model import SpanModel, candidate_spans
 
     in_eval_environment("data/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path), home=tmp_path)
@@ -273,10 +273,10 @@ def test_the_score_ranks_the_held_back_gold_candidates() -> None:
     (0.68 for the trees alone), 96% of the valid ones kept at the threshold (docs/measurements.md)."""
     from sklearn.metrics import average_precision_score
 
-    from knowref60k.extract.gold import load_gold
+    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
-    from knowref60k.extract.score_eval import judged_candidates
-    from knowref60k.extract.scorer_data import TRAINING_CONFIG
+    from knowref60k.quality.score_eval import judged_candidates
+    from knowref60k.quality.scorer_data import TRAINING_CONFIG
 
     held_back = [item for item in load_gold() if item.split == "heldout"]
     judged = judged_candidates(held_back, TRAINING_CONFIG, resolve_model_name(None), {})
@@ -295,10 +295,10 @@ def test_the_learning_curve_starts_from_the_shipped_scores_and_drops_with_less_d
     reports for the tuning part), and training each fold on a tenth of its comments ranks worse."""
     from sklearn.metrics import average_precision_score
 
-    from knowref60k.extract.gold import load_gold
+    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
-    from knowref60k.extract.scorer_data import examples
-    from knowref60k.extract.training import combined, out_of_fold, span_out_of_fold
+    from knowref60k.quality.scorer_data import examples
+    from knowref60k.quality.training import combined, out_of_fold, span_out_of_fold
 
     out = tmp_path / "curve.json"
     in_eval_environment("data/scorer/learning_curve.py", "--shares", "0.1", "--out", str(out), home=tmp_path)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.extract.evaluation import extract_sentences, load_reference
+from knowref60k.quality.evaluation import extract_sentences, load_reference
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.nlp import CaselessPattern, WordFinder, resolve_model_name, trie_pattern
 from knowref60k.extract.records import Paragraph

@@ -8,7 +8,7 @@ text of the sentence (the judge's own words, never a rule's spans). Names become
 first occurrence before the connective, after the name before it. A judgement that does not fit (a name
 not found, spans out of order, an unknown reason) is reported and left out. An item already in the gold
 set is never changed. New items are split by subreddit (a held-back subreddit is held back whole): see
-`knowref60k.extract.gold.heldout_by_subreddit`.
+`knowref60k.quality.gold.heldout_by_subreddit`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from knowref60k.extract.gold import GOLD_FILE, LABELS, REASONS, heldout_by_subreddit, load_gold
-from knowref60k.extract.pool import POOL_FIELDS
+from knowref60k.quality.gold import GOLD_FILE, LABELS, REASONS, heldout_by_subreddit, load_gold
+from knowref60k.quality.pool import POOL_FIELDS
 
 
 def spans(sentence: str, end: int, names: list[str]) -> list[list[int]] | None:

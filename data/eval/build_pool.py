@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.extract.pool import build_pool
+from knowref60k.quality.pool import build_pool
 
 
 def main() -> None:

@@ -31,11 +31,11 @@ import torch
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.encoder import MiniLM
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
-from knowref60k.extract.gold import load_gold
+from knowref60k.quality.gold import load_gold
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.extract.scorer_data import Example, examples
+from knowref60k.quality.scorer_data import Example, examples
 from knowref60k.extract.span_model import MAX_TOKENS, candidate_spans, span_masks
-from knowref60k.extract.training import FOLDS, training_hash
+from knowref60k.quality.training import FOLDS, training_hash
 
 PARAMETERS: dict[str, Any] = {
     "rank": 8, "epochs": 4, "learning_rate": 5e-4, "batch": 16, "weight_decay": 0.01, "seed": 0,

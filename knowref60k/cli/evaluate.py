@@ -38,8 +38,8 @@ def evaluate_recall(
     ] = True,
 ) -> None:
     """Recall, the rules' precision and yield, and the validity score's curve, targets and ablation."""
-    from knowref60k.extract.evaluation import evaluate, evaluate_modes, load_reference
-    from knowref60k.extract.gold import gold_metadata, load_gold, score_gold
+    from knowref60k.quality.evaluation import evaluate, evaluate_modes, load_reference
+    from knowref60k.quality.gold import gold_metadata, load_gold, score_gold
     from knowref60k.extract.nlp import resolve_model_name
 
     try:
@@ -88,9 +88,9 @@ def evaluate_recall(
 def score_report(
     items: Any, settings: Any, model_name: str, comments: int, threshold: float
 ) -> dict[str, Any]:
-    from knowref60k.extract.score_eval import evaluate_score
-    from knowref60k.extract.scorer_data import examples
-    from knowref60k.extract.training import ablation, out_of_fold_by_sentence, span_out_of_fold
+    from knowref60k.quality.score_eval import evaluate_score
+    from knowref60k.quality.scorer_data import examples
+    from knowref60k.quality.training import ablation, out_of_fold_by_sentence, span_out_of_fold
 
     tune = [example for example in examples(items, model_name) if example.item.split == "tune"]
     span_scores = span_out_of_fold(model_name)
@@ -100,7 +100,7 @@ def score_report(
 
 
 def person_ablation(reference: Any, settings: Any, model_name: str) -> list[dict[str, Any]]:
-    from knowref60k.extract.evaluation import evaluate_modes
+    from knowref60k.quality.evaluation import evaluate_modes
 
     modes = [
         {"person_detection": detection, "antecedent_rule": rule}

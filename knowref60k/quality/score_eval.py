@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.extract.gold import GoldItem, judge, score_gold
+from knowref60k.quality.gold import GoldItem, judge, score_gold
 
 PARTS = ("tune", "heldout")
 
@@ -30,7 +30,7 @@ def judged_candidates(
     """The score-mode extraction of every judged sentence, each candidate with its verdict and its score:
     for a tuning sentence the out-of-fold score of `tune_scores` (the shipped model saw it in training),
     for a held-back one the shipped model's."""
-    from knowref60k.extract.evaluation import extract_sentences
+    from knowref60k.quality.evaluation import extract_sentences
 
     scoring = dataclasses.replace(config, person_detection="score")
     result = extract_sentences("gold", [item.sentence for item in items], scoring, model_name)

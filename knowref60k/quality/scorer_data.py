@@ -10,7 +10,7 @@ from typing import Any
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.stage import chain
 from knowref60k.extract.context import ExtractContext
-from knowref60k.extract.gold import GoldItem, judge
+from knowref60k.quality.gold import GoldItem, judge
 from knowref60k.extract.pipeline import STAGES, candidate
 from knowref60k.extract.records import LineBatch, Sentence
 from knowref60k.extract.stages.validity import ValidityScore
