@@ -36,13 +36,13 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
-from knowref60k.quality.gold import gold_metadata, load_gold, score_candidates
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor
 from knowref60k.extract.records import LineBatch
-from knowref60k.quality.scorer_data import UNSCORED_STAGES
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
+from knowref60k.quality.gold import gold_metadata, load_gold, score_candidates
+from knowref60k.quality.scorer_data import UNSCORED_STAGES
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.console import make_console
 from knowref60k.core.io import CANDIDATE_SCHEMA
-from knowref60k.quality.evaluation import extract_sentences, load_reference
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.prepare.preparer import Preparer
+from knowref60k.quality.evaluation import extract_sentences, load_reference
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "output" / "bench"

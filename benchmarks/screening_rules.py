@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from knowref60k.quality.gold import load_gold
 from knowref60k.labelling.costs import plan
 from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
+from knowref60k.quality.gold import load_gold
 from knowref60k.quality.validity import screening_answers
 
 REPO = Path(__file__).resolve().parent.parent

@@ -366,9 +366,9 @@ def _masked_ngrams(text: str, n: int = 8) -> set[tuple[str, ...]]:
 def test_no_guideline_example_is_a_real_item_or_a_benchmark_sentence() -> None:
     import orjson
 
-    from knowref60k.quality.gold import load_gold
     from knowref60k.overlap.benchmarks import read_benchmarks
     from knowref60k.overlap.contamination import benchmark_sentences
+    from knowref60k.quality.gold import load_gold
     from tests.conftest import REPO, shared_file
 
     examples = []

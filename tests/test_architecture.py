@@ -287,30 +287,29 @@ def test_a_new_stage_invalidates_the_finished_marker(tmp_path: Path) -> None:
     assert redone.stats["drop_all"].dropped == {"dropped_by_the_test": len(SENTENCES)}
 
 
-def test_extraction_and_preparation_never_import_the_eval_extra() -> None:
-    """torch, transformers and lm-eval are an optional extra: the pipeline runs without them."""
+def modules_loaded_by_the_pipeline(*packages: str) -> list[str]:
+    """Which of `packages` (or their submodules) the command line, an extraction worker, preparation and
+    the pipeline flow load, in a fresh interpreter."""
     script = (
         "import sys, json\n"
         "import knowref60k.cli.app, knowref60k.extract.extractor, knowref60k.prepare.preparer\n"
         "import flows.pipeline\n"
-        "print(json.dumps(sorted(m for m in ('torch', 'transformers', 'lm_eval') if m in sys.modules)))\n"
+        f"wanted = {packages!r}\n"
+        "loaded = [m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in wanted)]\n"
+        "print(json.dumps(sorted(loaded)))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
     )
-    assert json.loads(result.stdout) == []
+    return list(json.loads(result.stdout))
+
+
+def test_extraction_and_preparation_never_import_the_eval_extra() -> None:
+    """torch, transformers and lm-eval are an optional extra: the pipeline runs without them."""
+    assert modules_loaded_by_the_pipeline("torch", "transformers", "lm_eval") == []
 
 
 def test_the_extraction_path_never_loads_the_quality_package() -> None:
     """The gold set, its evaluation and the score's training live in `quality/`: an extraction worker and
     the pipeline flow load none of it."""
-    script = (
-        "import sys, json\n"
-        "import knowref60k.extract.extractor, knowref60k.extract.pipeline, knowref60k.prepare.preparer\n"
-        "import flows.pipeline\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('knowref60k.quality'))))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert json.loads(result.stdout) == []
+    assert modules_loaded_by_the_pipeline("knowref60k.quality") == []

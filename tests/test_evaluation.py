@@ -13,6 +13,12 @@ import pytest
 
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, ExtractConfig, load_config
 from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.pipeline import STAGES as STAGE_CLASSES
+from knowref60k.extract.pipeline import CandidateExtractor
+from knowref60k.extract.stages.connectives import ConnectiveFinder
+from knowref60k.extract.stages.language import LanguageFilter
+from knowref60k.ingest.readers import LineChunk
 from knowref60k.quality.evaluation import (
     ReferenceItem,
     _outcome,
@@ -24,12 +30,6 @@ from knowref60k.quality.evaluation import (
     reference_item,
     reference_part,
 )
-from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.extract.pipeline import STAGES as STAGE_CLASSES
-from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.extract.stages.connectives import ConnectiveFinder
-from knowref60k.extract.stages.language import LanguageFilter
-from knowref60k.ingest.readers import LineChunk
 from tests.conftest import REPO, shared_file
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."

@@ -122,8 +122,8 @@ def test_judge_tells_whole_names_from_cut_names_and_other_words() -> None:
 @pytest.fixture(scope="module")
 def gold_scores() -> dict[str, Any]:
     from knowref60k.core.config import ExtractConfig
-    from knowref60k.quality.gold import score_gold
     from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.quality.gold import score_gold
 
     config = ExtractConfig()
     return score_gold(

@@ -198,8 +198,8 @@ def test_adapters_other_than_the_models_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_the_score_is_deterministic(extractor: Any) -> None:
-    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.quality.gold import load_gold
     from knowref60k.quality.scorer_data import examples
 
     items = load_gold()[:150]
@@ -247,10 +247,10 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
     the same code), compared by the scores on the held-back gold candidates."""
     from safetensors.numpy import load_file
 
-    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
-    from knowref60k.quality.scorer_data import examples
     from knowref60k.extract.span_model import SpanModel, candidate_spans
+    from knowref60k.quality.gold import load_gold
+    from knowref60k.quality.scorer_data import examples
 
     in_eval_environment("data/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path), home=tmp_path)
     rebuilt = tmp_path / SPAN_ADAPTER.name
@@ -273,8 +273,8 @@ def test_the_score_ranks_the_held_back_gold_candidates() -> None:
     (0.68 for the trees alone), 96% of the valid ones kept at the threshold (docs/measurements.md)."""
     from sklearn.metrics import average_precision_score
 
-    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.quality.gold import load_gold
     from knowref60k.quality.score_eval import judged_candidates
     from knowref60k.quality.scorer_data import TRAINING_CONFIG
 
@@ -295,8 +295,8 @@ def test_the_learning_curve_starts_from_the_shipped_scores_and_drops_with_less_d
     reports for the tuning part), and training each fold on a tenth of its comments ranks worse."""
     from sklearn.metrics import average_precision_score
 
-    from knowref60k.quality.gold import load_gold
     from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.quality.gold import load_gold
     from knowref60k.quality.scorer_data import examples
     from knowref60k.quality.training import combined, out_of_fold, span_out_of_fold
 

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.quality.evaluation import extract_sentences, load_reference
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.nlp import CaselessPattern, WordFinder, resolve_model_name, trie_pattern
 from knowref60k.extract.records import Paragraph
 from knowref60k.extract.stages.surface import SurfaceFilter, bare_word_pattern, connective_pattern
+from knowref60k.quality.evaluation import extract_sentences, load_reference
 from tests.conftest import shared_file
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import orjson
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.quality.evaluation import extract_sentences
-from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.quality.pool import POOL_STAGES
 from knowref60k.labelling.controls import DEFAULT_CONTROLS
 from knowref60k.labelling.decisions import SCREENING, VALID
+from knowref60k.quality.evaluation import extract_sentences
+from knowref60k.quality.gold import GOLD_FILE
+from knowref60k.quality.pool import POOL_STAGES
 from knowref60k.quality.validity import SCREENING_REASON_OF
 
 

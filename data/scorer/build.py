@@ -33,8 +33,8 @@ import orjson
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.paths import VALIDITY_MODEL
-from knowref60k.quality.gold import load_gold
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.quality.gold import load_gold
 from knowref60k.quality.scorer_data import examples
 from knowref60k.quality.training import build_model, span_out_of_fold
 

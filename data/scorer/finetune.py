@@ -31,10 +31,10 @@ import torch
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.encoder import MiniLM
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
-from knowref60k.quality.gold import load_gold
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.quality.scorer_data import Example, examples
 from knowref60k.extract.span_model import MAX_TOKENS, candidate_spans, span_masks
+from knowref60k.quality.gold import load_gold
+from knowref60k.quality.scorer_data import Example, examples
 from knowref60k.quality.training import FOLDS, training_hash
 
 PARAMETERS: dict[str, Any] = {

@@ -38,9 +38,9 @@ def evaluate_recall(
     ] = True,
 ) -> None:
     """Recall, the rules' precision and yield, and the validity score's curve, targets and ablation."""
+    from knowref60k.extract.nlp import resolve_model_name
     from knowref60k.quality.evaluation import evaluate, evaluate_modes, load_reference
     from knowref60k.quality.gold import gold_metadata, load_gold, score_gold
-    from knowref60k.extract.nlp import resolve_model_name
 
     try:
         settings = load_config(config, model=model)

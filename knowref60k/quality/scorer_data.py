@@ -10,12 +10,12 @@ from typing import Any
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.stage import chain
 from knowref60k.extract.context import ExtractContext
-from knowref60k.quality.gold import GoldItem, judge
 from knowref60k.extract.pipeline import STAGES, candidate
 from knowref60k.extract.records import LineBatch, Sentence
 from knowref60k.extract.stages.validity import ValidityScore
 from knowref60k.extract.validity import Array, CandidateFeatures
 from knowref60k.ingest.readers import LineChunk
+from knowref60k.quality.gold import GoldItem, judge
 
 # The loose rule with the gold pool's wide structure (more connectives, longer sentences, digits), so
 # that every judged sentence yields its candidate; the features do not depend on those settings.

@@ -14,10 +14,10 @@ import orjson
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
-from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.extract.nlp import model_version
-from knowref60k.quality.scorer_data import Example
 from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array, combine
+from knowref60k.quality.gold import GOLD_FILE
+from knowref60k.quality.scorer_data import Example
 
 # Small trees, a slow rate and strong regularisation: a few thousand examples (docs/decisions.md, 6).
 PARAMETERS: dict[str, Any] = {

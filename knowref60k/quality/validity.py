@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from knowref60k.quality.gold import GoldItem, judge
 from knowref60k.labelling.decisions import VALID
+from knowref60k.quality.gold import GoldItem, judge
 
 # The gold set's reasons (and the two span errors of a candidate) as a screener would name them.
 SCREENING_REASON_OF = {
