@@ -5,6 +5,7 @@ promote ITEMS     items screening accepted into resolution
 users             annotator accounts, per role
 collect           both stages' votes; decided tasks closed
 status            where the labelling stands
+examples ITEMS    decided screening tasks as judged examples for the validity score
 simulate          simulated annotators (demos and tests only)
 """
 
@@ -19,6 +20,7 @@ import orjson
 import typer
 
 from annotation.settings import load_settings
+from annotation.status import VOTE_COLUMNS
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
@@ -157,6 +159,34 @@ def status(
         typer.echo(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
     else:
         typer.echo(render_status(found))
+
+
+@annotate_app.command()
+def examples(
+    items: ItemsArgument,
+    out: OutOption = DEFAULT_OUT,
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Where to write (default: OUT/screening-examples.jsonl).")
+    ] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Every decided screening task, by the votes last collected into OUT, as a judged example for the
+    validity score (valid, or invalid with the screeners' reason), marked screening-derived: give the
+    file to `data/scorer/build.py --screening-examples`."""
+    from knowref60k.core.io import read_rows
+    from knowref60k.quality.screening_examples import ITEM_FIELDS, screening_examples, write_examples
+
+    target = to or out / "screening-examples.jsonl"
+    with one_line_errors():
+        rows = {
+            row["candidate_id"]: row for path in items for row in read_rows(path, list(ITEM_FIELDS), "items")
+        }
+        votes = read_rows(out / "votes.parquet", VOTE_COLUMNS, "votes", optional=["simulated"])
+        found, counts = screening_examples(votes, rows, _config(config))
+        write_examples(found, target)
+    typer.echo(f"{len(found):,} screening-derived examples {counts.to_dict()['examples']} -> {target}")
+    if counts.left_out:
+        typer.echo(f"left out: {counts.to_dict()['left_out']}")
 
 
 @annotate_app.command()

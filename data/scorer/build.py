@@ -1,6 +1,7 @@
 """Train the validity model on the tuning part of the gold set and write it as JSON.
 
     .venv/bin/python data/scorer/build.py [--out data/scorer/validity_model.json] [--precision 0.9]
+        [--screening-examples EXAMPLES.jsonl [--screening-weight 0.5]]
 
 1. The loose rule (person detection "score") makes a candidate of every judged sentence of
    `data/eval/reddit_gold.jsonl` that has exactly two names before its connective; each gets its feature
@@ -10,6 +11,9 @@
    writes the adapters and `span_out_of_fold.json`).
 3. Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, seeded, one thread) are fitted
    on the `tune` part only; the `heldout` part is never read here.
+   With `--screening-examples` (`knowref60k annotate examples`), the screeners' answers join the
+   trees' fit, each weighted `--screening-weight` (a gold example weighs 1); the model records the
+   file's name and hash. Without them the build is the gold set's alone.
 4. The operating points are chosen on the tune part's out-of-fold scores of the whole score (the mean
    of both halves; grouped 5-fold cross-validation by comment): the default threshold (below it
    candidates are set aside) is the highest that keeps `--recall` of the valid candidates; items
@@ -24,6 +28,7 @@ it and compare.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 from pathlib import Path
 
@@ -36,7 +41,16 @@ from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.quality.gold import load_gold
 from knowref60k.quality.scorer_data import examples
-from knowref60k.quality.training import build_model, span_out_of_fold
+from knowref60k.quality.screening_examples import load_examples
+from knowref60k.quality.training import Supplement, build_model, span_out_of_fold
+
+
+def supplement(path: Path | None, weight: float, model_name: str) -> Supplement | None:
+    """The screening-derived examples of `path` as candidates of the loose rule, with their weight."""
+    if path is None:
+        return None
+    made = examples(load_examples(path), model_name)
+    return Supplement(made, weight, path.name, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def main() -> None:
@@ -48,10 +62,16 @@ def main() -> None:
     parser.add_argument(
         "--skip-precision", type=float, default=0.97, help="precision above which screening is skipped"
     )
+    parser.add_argument("--screening-examples", type=Path, help="JSON lines from `annotate examples`")
+    parser.add_argument(
+        "--screening-weight", type=float, default=0.5, help="weight of a screening-derived example (gold: 1)"
+    )
     args = parser.parse_args()
     model_name = resolve_model_name(ExtractConfig().model)
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]
-    model = build_model(tune, model_name, args.recall, args.skip_precision, span_out_of_fold(model_name))
+    extra = supplement(args.screening_examples, args.screening_weight, model_name)
+    span_scores = span_out_of_fold(model_name)
+    model = build_model(tune, model_name, args.recall, args.skip_precision, span_scores, extra)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(model) + b"\n")
     training = model["training"]

@@ -44,6 +44,9 @@ class GoldItem:
     antecedents: tuple[tuple[int, int], tuple[int, int]] | None
     comment_id: str = ""
     subreddit: str | None = None
+    # "gold" for the judged set; "screening" for an example made of screeners' answers
+    # (knowref60k.quality.screening_examples), with its screening reason.
+    origin: str = "gold"
 
 
 def heldout_by_subreddit(subreddit: str | None, comment_id: str) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,10 +34,45 @@ FOLDS = 5
 DIGITS = 8  # rounding of leaf values in the JSON: bytes that do not depend on the last bits
 
 
-def fit(features: Array, labels: Array) -> Any:
+@dataclass(frozen=True)
+class Supplement:
+    """Judged examples beside the gold set (screening answers: `knowref60k.quality.screening_examples`),
+    the weight each gets in the trees' fit (a gold example's is 1: screeners err), and their file."""
+
+    examples: Sequence[Example]
+    weight: float
+    source: str
+    sha256: str
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "file": self.source,
+            "sha256": self.sha256,
+            "examples": len(self.examples),
+            "valid": sum(e.valid for e in self.examples),
+            "weight": self.weight,
+        }
+
+
+def fit(features: Array, labels: Array, weights: Array | None = None) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    return HistGradientBoostingClassifier(**PARAMETERS).fit(features, labels)
+    return HistGradientBoostingClassifier(**PARAMETERS).fit(features, labels, sample_weight=weights)
+
+
+def fit_with(
+    features: Array, labels: Array, supplement: tuple[Array, Array, Array] | None, keep: Array | None = None
+) -> Any:
+    """The trees on the gold examples and, when given, the supplement's (rows `keep` of them) weighted."""
+    if supplement is None:
+        return fit(features, labels)
+    extra_features, extra_labels, extra_weights = supplement
+    rows = slice(None) if keep is None else keep
+    return fit(
+        np.vstack([features, extra_features[rows]]),
+        np.concatenate([labels, extra_labels[rows]]),
+        np.concatenate([np.ones(len(labels)), extra_weights[rows]]),
+    )
 
 
 def projection(data: Sequence[Example]) -> dict[str, list[Any]]:
@@ -64,16 +100,36 @@ def matrix(
     return features, np.array([e.valid for e in data], dtype=int)
 
 
-def out_of_fold(data: Sequence[Example], columns: Sequence[int] | None = None) -> Array:
-    """Each example's score from a model that saw none of its comment's examples."""
+def out_of_fold(
+    data: Sequence[Example], columns: Sequence[int] | None = None, supplement: Supplement | None = None
+) -> Array:
+    """Each example's score from a model that saw none of its comment's examples (the supplement's
+    examples of those comments left out too; the supplement itself is never scored)."""
     from sklearn.model_selection import GroupKFold
 
-    features, labels = matrix(data, projection(data), columns)
+    projected = projection(data)
+    features, labels = matrix(data, projected, columns)
+    extra = weighted(supplement, projected, columns)
     groups = [e.item.comment_id for e in data]
     scores = np.zeros(len(data))
     for train, test in GroupKFold(FOLDS).split(features, labels, groups):
-        scores[test] = fit(features[train], labels[train]).predict_proba(features[test])[:, 1]
+        keep = None
+        if supplement is not None:
+            held = {data[i].item.comment_id for i in test}
+            keep = np.array([e.item.comment_id not in held for e in supplement.examples])
+        model = fit_with(features[train], labels[train], extra, keep)
+        scores[test] = model.predict_proba(features[test])[:, 1]
     return scores
+
+
+def weighted(
+    supplement: Supplement | None, projected: dict[str, list[Any]], columns: Sequence[int] | None = None
+) -> tuple[Array, Array, Array] | None:
+    """The supplement's design matrix, labels and weights; None without one."""
+    if supplement is None or not supplement.examples:
+        return None
+    features, labels = matrix(supplement.examples, projected, columns)
+    return features, labels, np.full(len(labels), supplement.weight)
 
 
 def span_out_of_fold(model_name: str) -> dict[str, float]:
@@ -140,18 +196,19 @@ def build_model(
     keep_recall: float,
     skip_precision: float,
     span_scores: Mapping[str, float],
+    supplement: Supplement | None = None,
 ) -> dict[str, Any]:
-    """The model as JSON, fitted on `data` (the tuning examples), with its two operating points on the
-    out-of-fold scores: the threshold below which candidates are set aside (it keeps `keep_recall` of the
-    valid ones: what is set aside is mostly sure to be invalid), and the level from which items are
-    `skip_precision` valid and go to resolution unscreened."""
+    """The model as JSON, fitted on `data` (the tuning examples) and the supplement's, with its two
+    operating points on the gold examples' out-of-fold scores: the threshold below which candidates are
+    set aside (it keeps `keep_recall` of the valid ones: what is set aside is mostly sure to be invalid),
+    and the level from which items are `skip_precision` valid and go to resolution unscreened."""
     projected = projection(data)
     features, labels = matrix(data, projected)
-    scores = combined(data, out_of_fold(data), span_scores)
-    return {
+    scores = combined(data, out_of_fold(data, supplement=supplement), span_scores)
+    model = {
         "features": list(FEATURES),
         "projection": projected,
-        **export(fit(features, labels)),
+        **export(fit_with(features, labels, weighted(supplement, projected))),
         "threshold": recall_point(scores, labels, keep_recall),
         "skip_screening_above": round(operating_point(scores, labels, skip_precision), 4),
         "training": {
@@ -169,6 +226,9 @@ def build_model(
             },
         },
     }
+    if supplement is not None:
+        model["training"]["supplement"] = supplement.record()
+    return model
 
 
 def feature_groups() -> dict[str, list[int]]:
