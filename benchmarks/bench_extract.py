@@ -355,16 +355,16 @@ def rows_of(folder: Path) -> list[dict[str, object]]:
 
 
 def gold_check(source: Path, candidates_dir: Path) -> dict[str, object] | None:
-    """The run's candidates judged by the gold set, when the input is the file the gold set came from."""
-    meta = gold_metadata()
-    if source.name != meta["source_file"]:
+    """The run's candidates judged by the gold set, when the input is a file the gold set came from."""
+    comments = gold_metadata()["sources"].get(source.name)
+    if comments is None:
         return None
     rows = [
         row
         for path in sorted(candidates_dir.glob("*.candidates.parquet"))
         for row in pq.read_table(path).to_pylist()
     ]
-    return score_candidates(rows, load_gold(), meta["source_comments"])
+    return score_candidates(rows, load_gold(), comments)
 
 
 def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:

@@ -28,7 +28,7 @@ ADDED_FIELDS = GOLD_FIELDS | {"people"}
 
 def test_every_line_has_the_documented_fields_and_consistent_offsets() -> None:
     records = [orjson.loads(line) for line in GOLD_FILE.read_bytes().splitlines()]
-    assert len(records) >= 400
+    assert len(records) >= 7000  # issue 37: the set grew by 4,357 judged sentences of RC_sample_B.zst
     assert len({record["candidate_id"] for record in records}) == len(records)
     for record in records:
         assert set(record) in (GOLD_FIELDS, ADDED_FIELDS), record["candidate_id"]
@@ -74,9 +74,12 @@ def test_held_back_part_is_a_fixed_third_by_content_hash_then_by_subreddit() -> 
     assert sum(r["split"] == "heldout" and r["label"] == "valid" for r in records) >= 150
 
 
-def test_metadata_names_the_source_and_its_size() -> None:
+def test_metadata_names_the_sources_and_their_sizes() -> None:
     meta = gold_metadata()
-    assert meta["source_file"] == "RC_sample_1M.zst" and meta["source_comments"] == 997_124
+    assert meta["sources"] == {"RC_sample_1M.zst": 997_124, "RC_sample_B.zst": 1_561_168}
+    assert meta["source_comments"] == sum(meta["sources"].values())
+    sources = {orjson.loads(line)["source_file"] for line in GOLD_FILE.read_bytes().splitlines()}
+    assert sources == set(meta["sources"])
 
 
 @pytest.mark.parametrize(
