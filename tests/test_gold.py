@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +147,28 @@ def test_extraction_quality_on_the_gold_set_does_not_regress(gold_scores: dict[s
     assert parts["all"]["recall"] >= 0.50, parts["all"]
     assert parts["heldout"]["precision"] >= 0.68, parts["heldout"]
     assert gold_scores["valid_per_million_comments"] >= 79.0
+
+
+def test_a_tenth_of_the_new_items_is_judged_twice_and_the_set_holds_the_settled_verdicts() -> None:
+    """`second_judgements.jsonl`: a blind second verdict on a random tenth of RC_sample_B.zst's items, and
+    the settled one, which is what the gold set holds (README.md, "Who judged")."""
+    spec = importlib.util.spec_from_file_location("agreement", GOLD_FILE.with_name("agreement.py"))
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    sample = [orjson.loads(line) for line in script.SAMPLE.read_bytes().splitlines()]
+    gold = {r["candidate_id"]: r for r in map(orjson.loads, GOLD_FILE.read_bytes().splitlines())}
+    new = [r for r in gold.values() if r["source_file"] == "RC_sample_B.zst"]
+    assert len(sample) >= len(new) // 10
+    for record in sample:
+        held, settled = gold[record["candidate_id"]], record["settled"]
+        assert (held["label"], held["reason"]) == (settled["label"], settled["reason"])
+        assert held["sentence"] == record["sentence"]
+        if record["settled_by"] == "agreement":
+            assert (record["first"]["label"], record["first"]["reason"]) == (
+                record["second"]["label"],
+                record["second"]["reason"],
+            )
+    measured = script.agreement([(r["first"], r["second"]) for r in sample])
+    assert measured["label"]["agree"] == sum(r["first"]["label"] == r["second"]["label"] for r in sample)
+    assert measured["label"]["kappa"] >= 0.8
