@@ -125,11 +125,13 @@ def test_judge_tells_whole_names_from_cut_names_and_other_words() -> None:
 
 @pytest.fixture(scope="module")
 def gold_scores() -> dict[str, Any]:
+    """The rules (person detection `both`, the default until issue 37) on the whole gold set."""
     from knowref60k.core.config import ExtractConfig
     from knowref60k.extract.nlp import resolve_model_name
     from knowref60k.quality.gold import score_gold
+    from knowref60k.quality.score_eval import RULES
 
-    config = ExtractConfig()
+    config = ExtractConfig(person_detection=RULES)
     return score_gold(
         load_gold(), config, resolve_model_name(config.model), gold_metadata()["source_comments"]
     )

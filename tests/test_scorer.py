@@ -6,6 +6,7 @@ holds."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -196,6 +197,27 @@ def test_adapters_other_than_the_models_are_refused(tmp_path: Path) -> None:
         SpanModel(tmp_path / "missing.safetensors")
 
 
+def test_workers_map_one_shared_copy_of_the_encoder_that_scores_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`share` writes the merged encoder once; a model loaded after it memory-maps those weights (the
+    page cache holds one copy for every worker) and gives the same probabilities."""
+    from knowref60k.extract.span_model import SpanModel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    private = SpanModel()
+    assert not private.mapped.exists() and private.mapped.is_relative_to(tmp_path)
+    private.share()
+    mapped = SpanModel()
+    dense = mapped.encoder.transposed["encoder.layer.0.attention.self.query"]
+    assert isinstance(dense, np.memmap) and isinstance(
+        mapped.encoder.weights["embeddings.LayerNorm.weight"], np.memmap
+    )
+    assert not isinstance(private.encoder.transposed["encoder.layer.0.attention.self.query"], np.memmap)
+    assert np.array_equal(mapped.probabilities(SENTENCES), private.probabilities(SENTENCES))
+    assert sorted(p.name for p in tmp_path.glob("knowref60k/*")) == [private.mapped.name]  # no partial left
+
+
 @pytest.mark.integration
 def test_the_score_is_deterministic(extractor: Any) -> None:
     from knowref60k.extract.nlp import resolve_model_name
@@ -239,6 +261,51 @@ def test_the_build_script_rebuilds_the_shipped_model_from_the_shipped_data(tmp_p
     # arithmetic, which differ between CPUs (docs/extraction.md, "The validity score").
     assert rebuilt_shape == shipped_shape
     assert np.allclose(rebuilt_numbers, shipped_numbers, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.integration
+def test_the_build_takes_screening_examples_weighted_and_rebuilds_the_same_model_from_them(
+    tmp_path: Path,
+) -> None:
+    """`build.py --screening-examples`: the file's examples join the trees' fit and the model records
+    them (file, hash, counts, weight); built twice from the same files, the model is the same."""
+    from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.labelling.config import LabellingConfig
+    from knowref60k.quality.gold import load_gold
+    from knowref60k.quality.scorer_data import examples
+    from knowref60k.quality.screening_examples import screening_examples, write_examples
+
+    model_name = resolve_model_name(None)
+    held_back = [item for item in load_gold() if item.split == "heldout"][:300]
+    made = examples(held_back, model_name)
+    votes = [
+        {
+            "stage": "screening", "item_id": e.row["candidate_id"], "annotation_id": n, "annotator_id": 1,
+            "choice": "valid" if e.valid else "not_a_person", "created_at": n, "updated_at": n,
+        }
+        for n, e in enumerate(made)
+    ]  # fmt: skip
+    found, _ = screening_examples(votes, {e.row["candidate_id"]: e.row for e in made}, LabellingConfig())
+    path = tmp_path / "screening-examples.jsonl"
+    write_examples(found, path)
+    built = []
+    for run in ("first", "second"):
+        out = tmp_path / f"{run}.json"
+        arguments = ["--out", str(out), "--screening-examples", str(path)]
+        subprocess.run(
+            [sys.executable, "data/scorer/build.py", *arguments], cwd=REPO, check=True, capture_output=True
+        )
+        built.append(out.read_bytes())
+    assert built[0] == built[1]
+    model, shipped = orjson.loads(built[0]), orjson.loads(VALIDITY_MODEL.read_bytes())
+    assert model["training"]["supplement"] == {
+        "file": path.name,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "examples": len(found),
+        "valid": sum(e.valid for e in made),
+        "weight": 0.5,
+    }
+    assert "supplement" not in shipped["training"] and model["trees"] != shipped["trees"]
 
 
 @pytest.mark.integration

@@ -153,7 +153,7 @@ def synthetic(count: int, seed: int, comments: int) -> list[Example]:
     for number in range(count):
         valid = bool(rng.random() < 0.3)
         features = rng.normal(size=len(FEATURES) - 2 * CONTEXT_DIMENSIONS).tolist()
-        features[0] += 1.0 if valid else 0.0
+        features[0] += 2.0 if valid else 0.0
         context = [rng.normal(size=CONTEXT_DIMENSIONS + 2) for _ in range(2)]
         gold = GoldItem(
             str(number), "s", "tune", "valid" if valid else "invalid", None, None, str(number % comments)

@@ -63,8 +63,14 @@ def extract(
                 state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
                 console.print(f"{path.name}: {report.rows:,} candidates, {state} -> {report.rows_path}")
                 stats_files.append(report.report_path)
-    console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(inputs)} file(s)"))
+    console.print(render_funnel(merge_stats(stats_files), funnel_title(stats_files)))
     console.print(f"Outputs in {out.resolve()}")
+
+
+def funnel_title(stats_files: list[Path]) -> str:
+    from knowref60k.core.stats import person_detection_of
+
+    return f"Funnel over {len(stats_files)} file(s), person detection: {person_detection_of(stats_files)}"
 
 
 def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder.")]) -> None:
@@ -74,4 +80,4 @@ def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder
     stats_files = sorted(out.glob("*.stats.json"))
     if not stats_files:
         raise fail(UserError(f"no *.stats.json in {out}"))
-    console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(stats_files)} file(s)"))
+    console.print(render_funnel(merge_stats(stats_files), funnel_title(stats_files)))

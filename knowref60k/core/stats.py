@@ -75,3 +75,12 @@ def merge_stats(stats_files: Iterable[Path]) -> PipelineStats:
     for path in stats_files:
         total.merge(PipelineStats.from_dict(orjson.loads(path.read_bytes())["stats"]))
     return total
+
+
+def person_detection_of(stats_files: Iterable[Path]) -> str:
+    """The person detection mode(s) the extraction reports were made with ("score", the default, or a
+    rule), so that a funnel says which of them it counts."""
+    modes = {
+        orjson.loads(path.read_bytes()).get("config", {}).get("person_detection", "?") for path in stats_files
+    }
+    return ", ".join(sorted(modes))

@@ -20,6 +20,8 @@ from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import __version__, code_fingerprint, data_fingerprint
 from knowref60k.extract.nlp import model_version, resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
+from knowref60k.extract.stages.validity import ValidityScore
+from knowref60k.extract.validity import share_span_encoder
 from knowref60k.ingest.readers import (
     InputCheck,
     LineChunk,
@@ -89,6 +91,8 @@ class Extractor:
         self.read_size = read_size
         self.model_name = resolve_model_name(config.model)
         self.fingerprint = extraction_fingerprint(config, stages)
+        if ValidityScore in stages:
+            share_span_encoder()
         self._workers = WorkerPool(self.workers, CandidateExtractor, config, self.model_name, tuple(stages))
 
     def __enter__(self) -> Extractor:

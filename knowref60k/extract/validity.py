@@ -39,7 +39,7 @@ from knowref60k.extract.persons import (
     is_sentence_initial,
 )
 from knowref60k.extract.records import NounPhrase, Target, character_span
-from knowref60k.extract.span_model import SpanModel
+from knowref60k.extract.span_model import SpanModel, mapped_folder
 
 Array = NDArray[Any]
 ENTITY_GROUPS = {
@@ -85,6 +85,9 @@ SENTENCE_FEATURES = (
     "sentence_words",
     "connective_is_comma",
     "same_first_word",
+    # People the entity recogniser finds outside both spans: the pronoun may refer to a third person
+    # (the most common error that passed; the other features tried for it are in docs/measurements.md).
+    "persons_elsewhere",
 )
 # What the pipeline's own contextual token vectors (spaCy's tok2vec, `doc.tensor`) say of each span:
 # their mean over the span, projected on the principal directions the build found in the tuning spans.
@@ -163,6 +166,8 @@ class CandidateFeatures:
     def sentence(doc: Doc, target: Target, first: NounPhrase, second: NounPhrase) -> list[float]:
         between = doc[target.connective.end : target.pronoun]
         before = doc[: target.connective.start]
+        spans = {*range(first.start, first.end), *range(second.start, second.end)}
+        elsewhere = [e for e in doc.ents if e.label_ == "PERSON" and not spans & set(range(e.start, e.end))]
         values = [
             doc[target.pronoun].lower_ in ("his", "hers"),
             sum(1 for token in between if _capitalised(token.text) and token.i > 0),
@@ -171,6 +176,7 @@ class CandidateFeatures:
             len(doc),
             doc[target.connective.start].text == ",",
             doc[first.name_start].lower_ == doc[second.name_start].lower_,
+            len(elsewhere),
         ]
         return [float(value) for value in values]
 
@@ -246,6 +252,14 @@ class TreeEnsemble:
             left = np.where(np.isnan(values), tree["missing_left"][node], values <= tree["threshold"][node])
             step = np.where(left.astype(bool), tree["left"][node], tree["right"][node])
             node = np.where(inner, step, node)
+
+
+def share_span_encoder(model_path: Path = VALIDITY_MODEL) -> None:
+    """Before the workers start: cache the validity model's encoder, adapters merged, for them to map
+    (once per machine and model; each worker would otherwise hold its own 90 MB copy)."""
+    adapters = read_model(model_path)["training"]["span_model"]
+    if not mapped_folder(adapters["sha256"]).is_dir():
+        SpanModel(model_path.parent / adapters["file"], adapters["sha256"]).share()
 
 
 class ValidityScorer:

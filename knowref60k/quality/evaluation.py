@@ -15,6 +15,7 @@ import orjson
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
+from knowref60k.core.validity_model import operating_point
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from knowref60k.ingest.readers import LineChunk
@@ -150,10 +151,13 @@ class SubsetScore:
 
 
 def evaluate(
-    items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str, threshold: float = 0.0
+    items: Sequence[ReferenceItem], config: ExtractConfig, model_name: str, threshold: float | None = None
 ) -> dict[str, Any]:
-    """Run the whole extraction on the items (one per line) and score recall on two subsets; with a
-    `threshold`, only candidates scoring at least that count as accepted."""
+    """Run the whole extraction on the items (one per line) and score recall on two subsets; only
+    candidates scoring at least `threshold` count as accepted (by default, in score mode, the validity
+    model's: what `prepare` passes on; no threshold for the rules)."""
+    if threshold is None:
+        threshold = operating_point("threshold") if config.person_detection == "score" else 0.0
     result = extract_sentences("knowref2019", [item.sentence for item in items], config, model_name)
     rows = {row["line_number"]: row for row in result.rows}
     finder = ConnectiveFinder(ExtractConfig().connectives)

@@ -251,6 +251,7 @@ def feature_groups() -> dict[str, list[int]]:
         "span shape": ("sentence_initial", "name_words", "phrase_words", "all_proper_nouns"),
         "gender": ("gender_",),
         "sentence": tuple(name for name in FEATURES if not name.startswith(("a1_", "a2_"))),
+        "people elsewhere": ("persons_elsewhere",),
         "context vectors": ("_context_",),
     }
     return {

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256, read_rows
-from knowref60k.core.stats import PipelineStats, merge_stats
+from knowref60k.core.stats import PipelineStats, merge_stats, person_detection_of
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.labelling.decisions import CHOICES, KEPT, RESOLUTION
 from knowref60k.labelling.quality import is_control
@@ -75,6 +75,8 @@ class ReleaseInputs:
     unique_items: int
     sources: list[dict[str, Any]]
     perturbation_seed: str
+    # How the candidates' two people were found ("score" by default): the funnel names it.
+    person_detection: str
     # Votes left out, by reason (no annotator, unknown item, ...): counted, never silently dropped.
     rejected_votes: dict[str, int] = field(default_factory=dict)
 
@@ -116,6 +118,7 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         unique_items=sum(report["items"] for report in prepared),
         sources=sources,
         perturbation_seed=",".join(sorted(seeds)),
+        person_detection=person_detection_of(stats_files),
         rejected_votes=rejected,
     )
 
@@ -386,7 +389,10 @@ def funnel_counts(inputs: ReleaseInputs, labelled: Labelled) -> list[tuple[str, 
     rule = config.resolution_rule
     return [
         *((label, stages[name].forwarded if name in stages else 0) for name, label in FUNNEL_LABELS.items()),
-        ("two person antecedents (candidates)", inputs.candidates),
+        (
+            f"two person antecedents (candidates; person detection: {inputs.person_detection})",
+            inputs.candidates,
+        ),
         ("unique items", inputs.unique_items),
         *screened,
         (f"resolved (up to {rule.votes_per_item} votes)", resolved),
