@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,10 @@ import orjson
 from knowref60k.core.errors import UserError
 
 T = TypeVar("T")
+# Every table a config file may hold, each read by one loader: [extract] load_config, [prepare]
+# load_prepare_config, [labelling] knowref60k.labelling.config, [labelstudio] annotation.settings. Any
+# other name is refused, so that a misspelt table is not silently ignored (and its defaults used).
+CONFIG_TABLES = ("extract", "prepare", "labelling", "labelstudio")
 MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
 # en_core_web_sm under its own name first; the same model as pinned in requirements-model.lock; the
 # offline fallback from ../shared/models.
@@ -212,15 +218,54 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
 
 
 def _read_toml(path: Path, section: str) -> dict[str, Any]:
+    if section not in CONFIG_TABLES:
+        raise ValueError(f"[{section}] is not in CONFIG_TABLES: add it there, or the file is refused")
     if not path.is_file():
         raise UserError(f"config file not found: {path}")
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        document = tomllib.loads(text)
     except UnicodeDecodeError as error:
         raise UserError(f"{path}: not UTF-8 text, as TOML must be ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{path}: not valid TOML: {error}") from None
+    _refuse_unknown_tables(path, text, document)
     table = document.get(section, {})
     if not isinstance(table, dict):
         raise UserError(f"{path}: [{section}] must be a table")
     return dict(table)
+
+
+def _refuse_unknown_tables(path: Path, text: str, document: dict[str, Any]) -> None:
+    """One UserError naming every top-level name that is no known table: a misspelt table, or settings
+    written before any table header."""
+    problems = []
+    for name in document:
+        if name in CONFIG_TABLES:
+            continue
+        line = _line_of(text, name)
+        where = [f"line {line}"] if line else []
+        value = document[name]
+        # A list of tables is an array of tables ([[name]]), not a setting.
+        if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
+            close = difflib.get_close_matches(name.lower(), CONFIG_TABLES, n=1)
+            details = "; ".join([*where, *(f"did you mean [{table}]?" for table in close)])
+            problems.append(f"unknown table [{name}]" + (f" ({details})" if details else ""))
+        else:
+            problems.append(f"setting {name}" + (f" ({where[0]})" if where else "") + " is outside any table")
+    if problems:
+        known = ", ".join(f"[{table}]" for table in CONFIG_TABLES)
+        raise UserError(f"{path}: {'; '.join(problems)}; known tables: {known}")
+
+
+def _line_of(text: str, name: str) -> int | None:
+    """The line that brings a top-level name in: a table header, or a key before the first header."""
+    quoted = f"(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')"
+    header = re.compile(rf"\s*\[\[?\s*{quoted}\s*[\].]")
+    key = re.compile(rf"\s*{quoted}\s*[.=]")
+    in_a_table = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if header.match(line) or (not in_a_table and key.match(line)):
+            return number
+        in_a_table = in_a_table or line.lstrip().startswith("[")
+    return None

@@ -1,0 +1,102 @@
+"""Hostile input to the command line (issue 38): each test names the mistake it proves refused in one line
+`error: ...` with exit code 2, never a traceback nor a silent default."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from knowref60k.cli.app import app
+from knowref60k.core.errors import UserError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def assert_one_line_error(result: Result, *fragments: str) -> str:
+    """The command ended with exit code 2 and one line `error: ...` holding every fragment."""
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def one_comment(tmp_path: Path) -> Path:
+    source = tmp_path / "RC_one.ndjson"
+    source.write_text('{"id": "one", "body": "Anna met Beth, but she left.", "created_utc": 1}\n')
+    return source
+
+
+def extract_with(tmp_path: Path, *options: str) -> Result:
+    """`extract` of one comment; a model that is not installed ends it before any spaCy work, should the
+    options be accepted."""
+    source = one_comment(tmp_path)
+    return cli("extract", str(source), "--out", str(tmp_path / "o"), "--model", "nope_sm", *options)
+
+
+# D6: a misspelt table, or settings above every table header, used to be ignored (defaults, exit 0).
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[Extract]\nmax_connectives = 2\n", "unknown table [Extract] (line 1; did you mean [extract]?)"),
+        ("# mine\n\n[extrakt]\nmax_connectives = 2\n", "unknown table [extrakt] (line 3;"),
+        ("max_connectives = 2\n", "setting max_connectives (line 1) is outside any table"),
+        (
+            "[extract]\nmax_connectives = 2\n\n[[labeling]]\nvotes_per_item = 3\n",
+            "unknown table [labeling] (line 4; did you mean [labelling]?)",
+        ),
+    ],
+)
+def test_misspelt_config_table_or_key_outside_a_table_is_refused(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    config = tmp_path / "k.toml"
+    config.write_text(text)
+    assert_one_line_error(
+        extract_with(tmp_path, "--config", str(config)),
+        f"{config}: {problem}",
+        "known tables: [extract], [prepare], [labelling], [labelstudio]",
+    )
+
+
+def _with_labelstudio_config(path: Path) -> Any:
+    from annotation.settings import Settings, with_config
+
+    return with_config(Settings("http://127.0.0.1:1", "u", "p", "k"), path)
+
+
+def _loaders() -> list[Callable[[Path], Any]]:
+    from knowref60k.core.config import load_config, load_prepare_config
+    from knowref60k.labelling.config import load_labelling_config
+
+    return [load_config, load_prepare_config, load_labelling_config, _with_labelstudio_config]
+
+
+@pytest.mark.parametrize("loader", range(4), ids=["extract", "prepare", "labelling", "labelstudio"])
+def test_every_config_loader_refuses_an_unknown_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: int
+) -> None:
+    monkeypatch.delenv("KNOWREF60K_LABELSTUDIO_DATABASE", raising=False)
+    config = tmp_path / "k.toml"
+    config.write_text("[extract]\n[prepare]\n[labelling]\n[labelstudio]\n[overlap]\n")
+    with pytest.raises(UserError, match=r"k\.toml: unknown table \[overlap\] \(line 5\)"):
+        _loaders()[loader](config)
+
+
+def test_the_one_list_of_config_tables_is_the_example_configs_tables() -> None:
+    from knowref60k.core.config import CONFIG_TABLES
+
+    example = REPO / "config.example.toml"
+    assert set(tomllib.loads(example.read_text())) == set(CONFIG_TABLES)
+    for load in _loaders():
+        load(example)  # no table of the documented example is refused
