@@ -100,3 +100,31 @@ def test_the_one_list_of_config_tables_is_the_example_configs_tables() -> None:
     assert set(tomllib.loads(example.read_text())) == set(CONFIG_TABLES)
     for load in _loaders():
         load(example)  # no table of the documented example is refused
+
+
+def release_into(tmp_path: Path, out: Path, *options: str) -> Result:
+    """`release` of a synthetic pipeline folder (two items of one thread, five votes each) into OUT."""
+    from tests.test_release import synthetic_run
+
+    run = synthetic_run(tmp_path / "run", {"t3_a": 2})
+    return cli(
+        "release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--out", str(out), *options
+    )
+
+
+# D7: the version names a folder inside --out, and used to be able to name any other folder.
+@pytest.mark.parametrize("version", ["../../escape", "{tmp}/escape", "a/b", "", ".hidden", "v1\n"])
+def test_release_version_that_is_not_a_plain_name_is_refused_and_writes_nothing(
+    tmp_path: Path, version: str
+) -> None:
+    version = version.format(tmp=tmp_path)  # an absolute path, inside this test's folder
+    out = tmp_path / "deep" / "releases"
+    result = release_into(tmp_path, out, "--version", version)
+    assert_one_line_error(result, f"release version {version!r} is not a plain name")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]
+
+
+def test_release_version_of_letters_digits_dots_dashes_underscores_is_accepted(tmp_path: Path) -> None:
+    result = release_into(tmp_path, tmp_path / "r", "--version", "v2026.11-rc_1")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "r" / "v2026.11-rc_1" / "manifest.json").is_file()

@@ -18,7 +18,7 @@ from knowref60k.cli.common import (
 from knowref60k.cli.overlap import overlap_audit
 from knowref60k.core.errors import UserError
 
-VersionOption = Annotated[str, typer.Option("--version", help="Release version, e.g. 2026.11 or v1.0.0.")]
+VersionOption = Annotated[str, typer.Option("--version", help="Release version, a plain name like 2026.11.")]
 RunOption = Annotated[Path, typer.Option(help="Pipeline folder with candidates/ and items/.")]
 VotesOption = Annotated[Path, typer.Option(help="votes.parquet from `annotate collect`.")]
 OutOption = Annotated[Path, typer.Option(help="Folder of releases.")]
@@ -59,10 +59,11 @@ def release(
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.labelling.config import load_labelling_config
-    from knowref60k.release.build import build_release
+    from knowref60k.release.build import build_release, check_version
     from knowref60k.release.config import ReleaseConfig
 
     with user_errors():
+        check_version(version)  # before the overlap index and the votes are read
         labelling = load_labelling_config(
             config_file,
             keep_at_least=keep_at_least,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Mapping
@@ -49,6 +50,9 @@ FUNNEL_LABELS = {
     "connective": "one connective",
 }
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
+# A version names its folder inside the releases folder: a plain name, so that it can neither point
+# elsewhere ("../x", "/x", "a/b") nor hide (".x") nor be empty.
+VERSION_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 # What agreement and the release rows read of a vote.
 VOTE_COLUMNS = (
     "stage",
@@ -60,6 +64,16 @@ VOTE_COLUMNS = (
     "updated_at",
     "simulated",
 )
+
+
+def check_version(version: str) -> str:
+    """The version, once it is a plain folder name; else a UserError."""
+    if not VERSION_NAME.fullmatch(version):
+        raise UserError(
+            f"release version {version!r} is not a plain name: use letters, digits, '.', '_' and '-' "
+            "(not starting with '.'), e.g. 2026.11 or v1.0.0"
+        )
+    return version
 
 
 def opaque(annotator_id: Any) -> str:
@@ -204,7 +218,7 @@ def build_release(
     """Write data/releases/<version>/; refuses to overwrite an existing version. With an overlap audit,
     every item gets the audit's columns and the card its report and figure."""
     config = config or ReleaseConfig()
-    target = releases_dir / version
+    target = releases_dir / check_version(version)
     if target.exists():
         raise UserError(
             f"release {version} exists at {target}: releases are never overwritten, pick a new version"
