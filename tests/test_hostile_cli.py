@@ -128,3 +128,26 @@ def test_release_version_of_letters_digits_dots_dashes_underscores_is_accepted(t
     result = release_into(tmp_path, tmp_path / "r", "--version", "v2026.11-rc_1")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "r" / "v2026.11-rc_1" / "manifest.json").is_file()
+
+
+# D12: an existing file given as the output folder used to end in NotADirectoryError or FileExistsError.
+@pytest.mark.parametrize("below", [False, True], ids=["the-file", "a-folder-in-the-file"])
+@pytest.mark.parametrize("command", ["release", "annotate collect", "overlap index"])
+def test_output_folder_that_is_an_existing_file_is_refused_in_one_line(
+    tmp_path: Path, command: str, below: bool
+) -> None:
+    a_file = tmp_path / "taken.txt"
+    a_file.write_text("not a folder")
+    out = a_file / "sub" if below else a_file
+    if command == "release":
+        result, option = release_into(tmp_path, out, "--version", "v1"), "--out"
+    elif command == "annotate collect":
+        result, option = cli("annotate", "collect", "--out", str(out)), "--out"
+    else:
+        corpus = tmp_path / "corpus.txt"
+        corpus.write_text("Anna met Beth, but she left.\n")
+        result = cli("overlap", "index", str(corpus), "--index", str(out), "--model", "nope_sm")
+        option = "--index"
+    where = f" ({a_file})" if below else ""
+    assert_one_line_error(result, f"{option} {out}{where} is a file, not a folder")
+    assert a_file.read_text() == "not a folder"

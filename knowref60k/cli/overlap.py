@@ -50,6 +50,7 @@ def overlap_index(
     input_format: Annotated[InputFormat, typer.Option(help="text: one document per line.")] = "auto",
 ) -> None:
     """Index every sentence of the corpus files; an interrupted run resumes, finished files are skipped."""
+    from knowref60k.core.io import output_folder
     from knowref60k.extract.nlp import resolve_model_name
     from knowref60k.ingest.readers import check_input
     from knowref60k.overlap.corpus import CorpusIndexer
@@ -58,6 +59,7 @@ def overlap_index(
     for column in ("file", "lines", "sentences", "indexed", "dropped / quarantined", "state"):
         table.add_column(column, justify="left" if column in ("file", "state") else "right")
     with user_errors():
+        output_folder(index, "--index")
         for path in corpus:
             check_input(path)  # every file, before hours of indexing the first ones
         model_name = resolve_model_name(load_config(None, model=model).model)

@@ -58,12 +58,14 @@ def release(
     debias_features: FeaturesOption = "ngrams",
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
+    from knowref60k.core.io import output_folder
     from knowref60k.labelling.config import load_labelling_config
     from knowref60k.release.build import build_release, check_version
     from knowref60k.release.config import ReleaseConfig
 
     with user_errors():
         check_version(version)  # before the overlap index and the votes are read
+        output_folder(out)
         labelling = load_labelling_config(
             config_file,
             keep_at_least=keep_at_least,

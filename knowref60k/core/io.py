@@ -66,10 +66,13 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
-def output_folder(path: Path) -> Path:
-    """`path` as a folder to write into; a UserError when it is an existing file."""
-    if path.exists() and not path.is_dir():
-        raise UserError(f"--out {path} is a file, not a folder")
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """`path` as a folder to write into; a UserError when it, or the nearest of its parents that exists,
+    is a file (the folder could then never be made)."""
+    existing = next((folder for folder in (path, *path.parents) if folder.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == path else f" ({existing})"
+        raise UserError(f"{option} {path}{where} is a file, not a folder")
     return path
 
 
