@@ -318,12 +318,6 @@ def test_wrong_typed_settings_are_one_clear_line_each(tmp_path: Path) -> None:
         assert line in result.output
 
 
-@pytest.mark.parametrize("workers", ["0", "-3"])
-def test_fewer_than_one_worker_is_refused(tmp_path: Path, workers: str) -> None:
-    result = cli("extract", str(one_comment(tmp_path)), "--out", str(tmp_path / "o"), "--workers", workers)
-    assert result.exit_code == 2 and "Invalid value for '--workers'" in result.output
-
-
 def test_square_brackets_in_messages_paths_and_help_are_printed_as_they_are(tmp_path: Path) -> None:
     not_a_table = tmp_path / "nottable.toml"
     not_a_table.write_text("extract = 3\n")

@@ -151,3 +151,56 @@ def test_output_folder_that_is_an_existing_file_is_refused_in_one_line(
     where = f" ({a_file})" if below else ""
     assert_one_line_error(result, f"{option} {out}{where} is a file, not a folder")
     assert a_file.read_text() == "not a folder"
+
+
+# D13: 99999999999999999999 workers ended in an OverflowError, and workers far above the cores were
+# all started (24 on 2 cores took 10 GB); --workers 0 printed click's usage block (D17).
+@pytest.mark.parametrize("workers", ["99999999999999999999", "1025", "0", "-3"])
+@pytest.mark.parametrize("command", ["extract", "overlap index"])
+def test_absurd_or_too_few_workers_are_refused_in_one_line(
+    tmp_path: Path, command: str, workers: str
+) -> None:
+    if command == "extract":
+        result = extract_with(tmp_path, "--workers", workers)
+    else:
+        source = one_comment(tmp_path)
+        index = str(tmp_path / "index")
+        result = cli(
+            "overlap", "index", str(source), "--index", index, "--model", "nope_sm", "--workers", workers
+        )
+    assert_one_line_error(result, f"--workers must be a whole number from 1 to 1024, not {workers}")
+
+
+def test_workers_above_the_cpu_cores_are_capped_at_the_cores_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from knowref60k.core import parallel
+    from knowref60k.extract import extractor
+
+    started: list[int] = []
+
+    def recording_extractor(settings: Any, workers: int) -> Any:
+        started.append(workers)
+        raise UserError("stopped before any work")
+
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    monkeypatch.setattr(extractor, "Extractor", recording_extractor)
+    assert_one_line_error(extract_with(tmp_path, "--workers", "24"), "stopped before any work")
+    assert started == [2]
+    assert "--workers 24 is more than the 2 CPU cores here: starting 2" in caplog.text
+    assert parallel.worker_count(2) == 2 and parallel.worker_count(1) == 1
+
+
+def test_flows_workers_option_is_checked_and_capped_like_the_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from flows.common import worker_count
+    from knowref60k.core import parallel
+
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    assert (worker_count("1"), worker_count("24")) == (1, 2)
+    for absurd in ("0", "99999999999999999999", "two"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            worker_count(absurd)

@@ -33,7 +33,9 @@ def extract(
     out: Annotated[Path, typer.Option("--out", help="Folder for candidates, stats and quarantine files.")],
     config: ConfigOption = None,
     model: ModelOption = None,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes for the spaCy work.")] = 2,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes for the spaCy work (at most the CPU cores).")
+    ] = 2,
     input_format: Annotated[InputFormat, typer.Option(help="text: one document per line.")] = "auto",
     max_connectives: Annotated[int | None, typer.Option(help="Connectives allowed after collapsing.")] = None,
     person_detection: Annotated[
@@ -42,11 +44,13 @@ def extract(
 ) -> None:
     """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
     from knowref60k.core.io import output_folder
+    from knowref60k.core.parallel import worker_count
     from knowref60k.core.stats import merge_stats
     from knowref60k.extract.extractor import Extractor, check_distinct_outputs
     from knowref60k.ingest.readers import check_input
 
     with user_errors():
+        workers = worker_count(workers)
         check_distinct_outputs(inputs)
         output_folder(out)
         for path in inputs:  # before any progress bar is drawn

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import multiprocessing
+import os
 import signal
 import threading
 from collections import deque
@@ -20,10 +22,39 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
 from typing import Any
 
+from knowref60k.core.errors import UserError
+
+logger = logging.getLogger(__name__)
 _worker: Any = None
+# More worker processes than this is a slip of the keyboard, not a machine; far more would not even fit
+# the C int a pool's semaphore holds (an OverflowError deep in multiprocessing).
+MOST_WORKERS = 1024
 # Container objects allocated (net) between two collections of the youngest generation; Python's default
 # is 700. A worker makes and drops several objects per input line.
 YOUNG_GENERATION_THRESHOLD = 50_000
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, which a container or taskset narrows)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def worker_count(requested: int, option: str = "--workers") -> int:
+    """The worker processes to start when `requested` are asked for: fewer than 1 or more than
+    MOST_WORKERS is a UserError; more than the CPU cores are capped at the cores, with a warning. Every
+    worker holds its own spaCy model (about 400 MB), so a worker beyond the cores adds memory and no
+    speed: 24 workers on 2 cores took 10 GB."""
+    if not 1 <= requested <= MOST_WORKERS:
+        raise UserError(f"{option} must be a whole number from 1 to {MOST_WORKERS}, not {requested}")
+    cores = usable_cores()
+    if requested > cores:
+        logger.warning(
+            "%s %d is more than the %d CPU cores here: starting %d", option, requested, cores, cores
+        )
+        return cores
+    return requested
 
 
 def _build_worker(factory: Callable[..., Any], *args: Any) -> None:
