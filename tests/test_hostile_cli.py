@@ -204,3 +204,51 @@ def test_flows_workers_option_is_checked_and_capped_like_the_command_line(
     for absurd in ("0", "99999999999999999999", "two"):
         with pytest.raises(argparse.ArgumentTypeError):
             worker_count(absurd)
+
+
+# D15: a dump in a compression no decoder reads was read as NDJSON of its compressed bytes: exit 0,
+# "0 candidates".
+@pytest.mark.parametrize(
+    "name", ["RC_z.zip", "RC_z.7z", "RC_z.rar", "RC_z.lz4", "RC_z.ndjson.Z", "RC_z.tar.gz"]
+)
+def test_dump_in_a_compression_that_cannot_be_read_is_refused(tmp_path: Path, name: str) -> None:
+    import zipfile
+
+    dump = tmp_path / name
+    with zipfile.ZipFile(dump, "w") as archive:
+        archive.writestr("RC_z.ndjson", one_comment(tmp_path).read_bytes())
+    suffix = ".tar" if name.endswith(".tar.gz") else Path(name).suffix.lower()
+    assert_one_line_error(
+        cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
+        f"{dump}: {suffix} files cannot be read; compress with zstd (.zst), gzip (.gz), bzip2 (.bz2) or xz",
+    )
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kind", ["zstd", "gzip", "bzip2", "xz", "zip"])
+def test_compressed_content_under_a_plain_name_is_refused_not_misread(tmp_path: Path, kind: str) -> None:
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import zipfile
+
+    import zstandard
+
+    text = one_comment(tmp_path).read_bytes()
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("RC_one.ndjson", text)
+    compress = {
+        "zstd": zstandard.ZstdCompressor().compress,
+        "gzip": gzip.compress,
+        "bzip2": bz2.compress,
+        "xz": lzma.compress,
+        "zip": lambda _: zipped.getvalue(),
+    }[kind]
+    dump = tmp_path / "RC_renamed.ndjson"
+    dump.write_bytes(compress(text))
+    assert_one_line_error(
+        cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
+        f"{dump}: the content is {kind}-compressed, which the name does not say",
+    )

@@ -102,6 +102,26 @@ _DECODERS: dict[str, Callable[[BinaryIO], BinaryIO]] = {
 }
 
 
+# Compressions and archives read by none of the decoders: a file of one of them would otherwise be read
+# as NDJSON of its compressed bytes (0 candidates, no error).
+_UNREAD_COMPRESSIONS = set(
+    ".zip .zipx .7z .rar .lz4 .lz .lzma .lzo .z .br .sz .snappy .tar .tgz .tbz2 .txz .tzst".split()
+)
+# The first bytes of compressed data, whatever the file is called: a renamed dump is named, not misread.
+# Only signatures no text line begins with.
+_COMPRESSION_SIGNATURES = {
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"\x1f\x8b\x08": "gzip",
+    b"\xfd7zXZ\x00": "xz",
+    **{b"BZh%d1AY&SY" % level: "bzip2" for level in range(1, 10)},
+    b"PK\x03\x04": "zip",
+    b"7z\xbc\xaf\x27\x1c": "7z",
+    b"Rar!\x1a\x07": "rar",
+    b"\x04\x22\x4d\x18": "lz4",
+}
+_READ_COMPRESSIONS = "zstd (.zst), gzip (.gz), bzip2 (.bz2) or xz (.xz)"
+
+
 @dataclass(frozen=True, slots=True)
 class LineChunk:
     """Whole lines of one file: `data` starts at line `first_line` (1-based), ends after a newline or EOF."""
@@ -132,12 +152,30 @@ def detect_format(path: Path, requested: str = "auto") -> str:
 
 
 def check_input(path: Path) -> None:
+    """A file we can read: compressed in a way we decompress, or not at all; else a UserError."""
     if not path.exists():
         raise UserError(f"input file not found: {path}")
     if not path.is_file():
         raise UserError(f"input is not a file: {path}")
-    if compression_of(path) and path.stat().st_size == 0:
-        raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump")
+    # The inner suffix too: the .tar of a .tar.gz is an archive, not lines.
+    inner = path.with_suffix("") if compression_of(path) else path
+    suffix = next((s for s in (path.suffix.lower(), inner.suffix.lower()) if s in _UNREAD_COMPRESSIONS), None)
+    if suffix:
+        raise UserError(
+            f"{path}: {suffix} files cannot be read; compress with {_READ_COMPRESSIONS}, or not at all"
+        )
+    with path.open("rb") as raw:
+        head = raw.read(max(map(len, _COMPRESSION_SIGNATURES)))
+    if compression_of(path):
+        if not head:
+            raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump")
+        return
+    found = next((name for sign, name in _COMPRESSION_SIGNATURES.items() if head.startswith(sign)), None)
+    if found:
+        raise UserError(
+            f"{path}: the content is {found}-compressed, which the name does not say; the files read are "
+            f"compressed with {_READ_COMPRESSIONS} and named so, or not compressed"
+        )
 
 
 @contextmanager
