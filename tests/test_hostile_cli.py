@@ -106,7 +106,9 @@ def release_into(tmp_path: Path, out: Path, *options: str) -> Result:
     """`release` of a synthetic pipeline folder (two items of one thread, five votes each) into OUT."""
     from tests.test_release import synthetic_run
 
-    run = synthetic_run(tmp_path / "run", {"t3_a": 2})
+    run = tmp_path / "run"
+    if not run.exists():
+        synthetic_run(run, {"t3_a": 2})
     return cli(
         "release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--out", str(out), *options
     )
@@ -251,4 +253,108 @@ def test_compressed_content_under_a_plain_name_is_refused_not_misread(tmp_path: 
     assert_one_line_error(
         cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
         f"{dump}: the content is {kind}-compressed, which the name does not say",
+    )
+
+
+# D17: errors that did not name the config file, or were not one line.
+def test_config_value_refused_by_the_settings_as_a_whole_names_the_file_unless_an_option_caused_it(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "k.toml"
+    config.write_text("[extract]\nmin_spaces = -5\nmax_spaces = 2\n")
+    assert_one_line_error(
+        extract_with(tmp_path, "--config", str(config)),
+        f"error: invalid setting in {config}: need 0 <= min_spaces <= max_spaces, got -5, 2",
+    )
+    rules = tmp_path / "rules.toml"
+    rules.write_text("[labelling]\nkeep_at_least = 6\n")
+    assert_one_line_error(
+        release_into(tmp_path, tmp_path / "r", "--version", "v1", "--config", str(rules)),
+        f"error: invalid setting in {rules}: keep-at-least must be more than half of votes-per-item",
+    )
+    rules.write_text("[labelling]\nkeep_at_least = 3\n")
+    result = release_into(
+        tmp_path, tmp_path / "r", "--version", "v1", "--config", str(rules), "--keep-at-least", "9"
+    )
+    assert str(rules) not in assert_one_line_error(result, "error: keep-at-least must be more than half")
+
+
+def test_config_value_that_is_none_of_its_choices_names_the_file_with_every_other_problem(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "k.toml"
+    config.write_text('[extract]\nperson_detection = "nerr"\n')
+    assert_one_line_error(
+        extract_with(tmp_path, "--config", str(config)),
+        f"error: invalid setting in {config}: "
+        "person_detection must be one of ner, names, both, score, not 'nerr'",
+    )
+    config.write_text(
+        '[extract]\nperson_detection = "nerr"\nantecedent_rule = "two"\nmax_connectives = "x"\n'
+    )
+    result = extract_with(tmp_path, "--config", str(config))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.splitlines() == [
+        f"error: invalid setting(s) in {config}:",
+        "  person_detection must be one of ner, names, both, score, not 'nerr'",
+        "  antecedent_rule must be one of two_noun_phrases, two_persons, not 'two'",
+        "  max_connectives must be a whole number, not 'x'",
+    ]
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[labelling]\noverlap_policy = "most"\n')
+    assert_one_line_error(
+        release_into(tmp_path, tmp_path / "r", "--version", "v1", "--config", str(rules)),
+        f"error: invalid setting in {rules}: overlap_policy must be one of fewest, agreeing, not 'most'",
+    )
+
+
+def test_config_path_that_is_a_folder_is_called_a_folder_not_missing(tmp_path: Path) -> None:
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    assert_one_line_error(
+        extract_with(tmp_path, "--config", str(folder)),
+        f"error: config file is a folder, not a file: {folder}",
+    )
+
+
+@pytest.mark.parametrize("kind", ["symlink loop", "dangling symlink", "fifo", "folder"])
+def test_input_that_is_no_readable_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
+    import os
+
+    dump = tmp_path / "RC_odd.ndjson"
+    if kind == "symlink loop":
+        dump.symlink_to(tmp_path / "RC_other.ndjson")
+        (tmp_path / "RC_other.ndjson").symlink_to(dump)
+        problem = f"input file is a symlink loop: {dump}"
+    elif kind == "dangling symlink":
+        dump.symlink_to(tmp_path / "gone.ndjson")
+        problem = (
+            f"input file not found: {dump} is a symlink to {tmp_path / 'gone.ndjson'}, which does not exist"
+        )
+    elif kind == "fifo":
+        os.mkfifo(dump)  # opening it would wait for a writer forever
+        problem = f"input file is not a regular file: {dump}"
+    else:
+        dump.mkdir()
+        problem = f"input file is a folder, not a file: {dump}"
+    assert_one_line_error(cli("extract", str(dump), "--out", str(tmp_path / "o")), f"error: {problem}")
+
+
+def test_unreadable_input_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    dump = one_comment(tmp_path)
+    dump.chmod(0)
+    if os.geteuid() == 0:  # root reads any file: refuse it as the kernel refuses everyone else
+        opened = Path.open
+
+        def refused(path: Path, *args: Any, **kwargs: Any) -> Any:
+            if path == dump:
+                raise PermissionError(13, "Permission denied", str(path))
+            return opened(path, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "open", refused)
+    assert_one_line_error(
+        cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
+        f"error: input file is not readable (permission denied): {dump}",
     )

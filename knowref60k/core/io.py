@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
+from knowref60k.core.files import check_readable_file
 from knowref60k.core.records import QuarantinedLine
 
 CANDIDATE_SCHEMA = pa.schema(
@@ -161,8 +162,7 @@ def read_rows(
 ) -> Iterator[dict[str, Any]]:
     """Rows of a Parquet file of ours, one row group at a time; a file of another shape is a user error.
     The `optional` columns are read where the file has them."""
-    if not path.is_file():
-        raise UserError(f"{kind} file not found: {path}")
+    check_readable_file(path, f"{kind} file")
     try:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several kinds for a file that is not Parquet

@@ -19,6 +19,7 @@ import zstandard
 
 from knowref60k.core.config import INPUT_FORMATS
 from knowref60k.core.errors import UserError
+from knowref60k.core.files import check_readable_file
 from knowref60k.core.records import Comment, QuarantinedLine
 from knowref60k.core.stats import StageStats
 
@@ -153,10 +154,7 @@ def detect_format(path: Path, requested: str = "auto") -> str:
 
 def check_input(path: Path) -> None:
     """A file we can read: compressed in a way we decompress, or not at all; else a UserError."""
-    if not path.exists():
-        raise UserError(f"input file not found: {path}")
-    if not path.is_file():
-        raise UserError(f"input is not a file: {path}")
+    check_readable_file(path, "input file")
     # The inner suffix too: the .tar of a .tar.gz is an archive, not lines.
     inner = path.with_suffix("") if compression_of(path) else path
     suffix = next((s for s in (path.suffix.lower(), inner.suffix.lower()) if s in _UNREAD_COMPRESSIONS), None)
