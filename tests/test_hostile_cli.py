@@ -358,3 +358,29 @@ def test_unreadable_input_file_is_one_line(tmp_path: Path, monkeypatch: pytest.M
         cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
         f"error: input file is not readable (permission denied): {dump}",
     )
+
+
+# D18: 0.9,0.2,-0.1 summed to 1 and was accepted: an empty test split, "test": -0.1 in the manifest.
+@pytest.mark.parametrize(
+    ("shares", "problem"),
+    [
+        ("0.9,0.2,-0.1", "not train 0.9, validation 0.2, test -0.1"),
+        ("1.5,-0.25,-0.25", "not train 1.5, validation -0.25, test -0.25"),
+        ("nan,0.5,0.5", "not train nan, validation 0.5, test 0.5"),
+        ("0.8,0.1,0.2", "not train 0.8, validation 0.1, test 0.2"),
+        ("0.5,0.5", "--split-proportions takes three numbers (train,validation,test), not '0.5,0.5'"),
+    ],
+)
+def test_split_proportions_out_of_zero_to_one_or_not_summing_to_one_are_refused(
+    tmp_path: Path, shares: str, problem: str
+) -> None:
+    from knowref60k.release.config import ReleaseConfig
+
+    result = release_into(tmp_path, tmp_path / "r", "--version", "v1", "--split-proportions", shares)
+    assert_one_line_error(result, problem)
+    assert not (tmp_path / "r").exists()
+    for edge in (
+        {"train": 1.0, "validation": 0.0, "test": 0.0},
+        {"train": 0.7, "validation": 0.2, "test": 0.1},
+    ):
+        assert ReleaseConfig(proportions=edge).proportions == edge  # the range's ends are in it

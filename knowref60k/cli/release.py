@@ -85,9 +85,11 @@ def split_shares(text: str) -> dict[str, float]:
     from knowref60k.release.splits import SPLITS
 
     try:
-        return dict(zip(SPLITS, (float(x) for x in text.split(",")), strict=False))
+        return dict(zip(SPLITS, (float(x) for x in text.split(",")), strict=True))
     except ValueError:
-        raise UserError(f"--split-proportions takes three numbers, not {text!r}") from None
+        raise UserError(
+            f"--split-proportions takes three numbers ({','.join(SPLITS)}), not {text!r}"
+        ) from None
 
 
 def _print_release(made: Any, debias_features: str | None) -> None:
