@@ -119,17 +119,14 @@ def release_into(tmp_path: Path, out: Path, *options: str) -> Result:
 def test_release_version_that_is_not_a_plain_name_is_refused_and_writes_nothing(
     tmp_path: Path, version: str
 ) -> None:
+    from knowref60k.release.build import check_version
+
     version = version.format(tmp=tmp_path)  # an absolute path, inside this test's folder
     out = tmp_path / "deep" / "releases"
     result = release_into(tmp_path, out, "--version", version)
     assert_one_line_error(result, f"release version {version!r} is not a plain name")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run"]
-
-
-def test_release_version_of_letters_digits_dots_dashes_underscores_is_accepted(tmp_path: Path) -> None:
-    result = release_into(tmp_path, tmp_path / "r", "--version", "v2026.11-rc_1")
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "r" / "v2026.11-rc_1" / "manifest.json").is_file()
+    assert check_version("v2026.11-rc_1") == "v2026.11-rc_1"  # letters, digits, '.', '_', '-' are plain
 
 
 # D12: an existing file given as the output folder used to end in NotADirectoryError or FileExistsError.
