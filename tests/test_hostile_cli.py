@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -316,7 +320,6 @@ def test_config_path_that_is_a_folder_is_called_a_folder_not_missing(tmp_path: P
 
 @pytest.mark.parametrize("kind", ["symlink loop", "dangling symlink", "fifo", "folder"])
 def test_input_that_is_no_readable_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
-    import os
 
     dump = tmp_path / "RC_odd.ndjson"
     if kind == "symlink loop":
@@ -338,7 +341,6 @@ def test_input_that_is_no_readable_file_says_what_it_is(tmp_path: Path, kind: st
 
 
 def test_unreadable_input_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
 
     dump = one_comment(tmp_path)
     dump.chmod(0)
@@ -381,3 +383,47 @@ def test_split_proportions_out_of_zero_to_one_or_not_summing_to_one_are_refused(
         {"train": 0.7, "validation": 0.2, "test": 0.1},
     ):
         assert ReleaseConfig(proportions=edge).proportions == edge  # the range's ends are in it
+
+
+# D20: SIGTERM ended the command with 130, Ctrl-C's code, so a supervisor could not tell its own stop
+# from a user's.
+WAITING_COMMAND = """
+import time
+
+from knowref60k.cli.app import app
+
+
+@app.command()
+def wait() -> None:
+    print("waiting", flush=True)
+    time.sleep(120)
+
+
+app(prog_name="knowref60k")
+"""
+
+
+def stopped_by(stop: signal.Signals) -> tuple[int, str]:
+    """The exit code and output of a command that `stop` reaches while it runs."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", WAITING_COMMAND, "wait"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "waiting\n"
+        os.kill(process.pid, stop)  # to the process alone, as a supervisor sends it
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, output
+
+
+def test_sigterm_ends_the_command_with_143_and_ctrl_c_with_130() -> None:
+    for stop, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+        returncode, output = stopped_by(stop)
+        assert returncode == code, output
+        assert f"interrupted ({stop.name})" in output and "Traceback" not in output
