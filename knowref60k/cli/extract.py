@@ -48,9 +48,9 @@ def extract(
 
     with user_errors():
         check_distinct_outputs(inputs)
-        output_folder(out)
         for path in inputs:  # before any progress bar is drawn
             check_input(path)
+        output_folder(out)
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )

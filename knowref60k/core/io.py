@@ -13,7 +13,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import StorageError, UserError, storage_error
 from knowref60k.core.records import QuarantinedLine
 
 CANDIDATE_SCHEMA = pa.schema(
@@ -66,10 +66,24 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
+@contextmanager
+def storage_errors(path: Path, doing: str = "write") -> Iterator[None]:
+    """An OSError in the block (no space left, permission denied, ...) as one StorageError naming `path`."""
+    try:
+        yield
+    except OSError as error:
+        raise storage_error(error, path, doing) from None
+
+
 def output_folder(path: Path) -> Path:
-    """`path` as a folder to write into; a UserError when it is an existing file."""
+    """`path` as a folder to write into, created if missing, before any work is done: a UserError when it
+    is an existing file, a StorageError when it cannot be created or written into."""
     if path.exists() and not path.is_dir():
         raise UserError(f"--out {path} is a file, not a folder")
+    with storage_errors(path, "create the folder"):
+        path.mkdir(parents=True, exist_ok=True)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StorageError(f"cannot write into {path}: permission denied (or a read-only file system)")
     return path
 
 
@@ -84,11 +98,13 @@ def private_dir(path: Path) -> Path:
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside `path` that replaces it only if the block finishes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with storage_errors(path.parent, "create the folder"):
+        path.parent.mkdir(parents=True, exist_ok=True)
     temporary = partial_path(path)
     try:
         yield temporary
-        os.replace(temporary, path)
+        with storage_errors(path):
+            os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -122,16 +138,21 @@ def finished_marker(
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Keys in the order the code puts them (a funnel's stages in pipeline order), which is the same on
     every run."""
-    with atomic_path(path) as temporary:
+    with atomic_path(path) as temporary, storage_errors(path):
         temporary.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 class RowWriter:
-    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking."""
+    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking. A file
+    system that refuses is a StorageError naming `target` (the file `path` will become)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, str]) -> None:
+    def __init__(
+        self, path: Path, schema: pa.Schema, metadata: dict[str, str], target: Path | None = None
+    ) -> None:
         schema = schema.with_metadata({key.encode(): value.encode() for key, value in metadata.items()})
-        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self.target = target or path
+        with storage_errors(self.target):
+            self._writer = pq.ParquetWriter(path, schema, compression="zstd")
         self._schema = schema
         self._pending: list[dict[str, Any]] = []
         self.rows = 0
@@ -146,10 +167,13 @@ class RowWriter:
         if self._pending or self.rows == 0:
             self._flush(self._pending)
         self._pending = []
-        self._writer.close()
+        with storage_errors(self.target):
+            self._writer.close()
 
     def _flush(self, rows: list[dict[str, Any]]) -> None:
-        self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        table = pa.Table.from_pylist(rows, schema=self._schema)
+        with storage_errors(self.target):
+            self._writer.write_table(table)
         self.rows += len(rows)
 
 

@@ -96,7 +96,8 @@ class FileRun:
             if self.quarantine_path is not None:
                 quarantine_tmp = stack.enter_context(atomic_path(self.quarantine_path))
                 quarantine = stack.enter_context(quarantine_tmp.open("wb"))
-            sink = RowSink(RowWriter(rows_tmp, schema, metadata), self.source.name, quarantine, stats)
+            writer = RowWriter(rows_tmp, schema, metadata, self.rows_path)
+            sink = RowSink(writer, self.source.name, quarantine, stats)
             try:
                 yield sink
             finally:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import file_sha256, read_rows
+from knowref60k.core.io import file_sha256, output_folder, read_rows, storage_errors
 from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.labelling.decisions import CHOICES, KEPT, RESOLUTION
@@ -209,6 +209,7 @@ def build_release(
         raise UserError(
             f"release {version} exists at {target}: releases are never overwritten, pick a new version"
         )
+    output_folder(releases_dir)
     inputs = read_inputs(run_dir, votes_path)
     labelled = label(inputs.items, inputs.votes, config.labelling, opaque, config.control_answers())
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
@@ -220,11 +221,12 @@ def build_release(
     debiased = _debias(rows, config.debias) if config.debias else None
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    (staging / "data").mkdir(parents=True)
     try:
-        contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
-        _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
-        os.rename(staging, target)
+        with storage_errors(target, "write the release"):
+            (staging / "data").mkdir(parents=True)
+            contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
+            _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
+            os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     simulated = contents.simulated_votes > 0
