@@ -8,6 +8,7 @@ import errno
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -100,3 +101,152 @@ def test_permission_denied_while_writing_is_one_line_naming_the_file(
     result = cli("prepare", str(candidates(tmp_path)), "--out", str(out))
     one_line_error(result, f"cannot write {out / 'RC_a.items.parquet'}", "Permission denied")
     assert not list(out.glob("RC_a.*"))
+
+
+# D9: a full disk ---------------------------------------------------------------------------------------
+
+
+def no_space(path: object) -> OSError:
+    return OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+class FullDisk:
+    """A file open for writing on a disk that is full: every write fails, and so does the flush on close
+    (after closing the file, as Python's buffered files do)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def write(self, data: bytes) -> int:
+        raise no_space(self.handle.name)
+
+    def close(self) -> None:
+        self.handle.close()
+        raise no_space(self.handle.name)
+
+    def __enter__(self) -> FullDisk:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def fill_the_disk_for(monkeypatch: pytest.MonkeyPatch, name_part: str) -> None:
+    """Files opened with `Path.open` for writing whose name contains `name_part` land on a full disk."""
+    opened = Path.open
+
+    def open_on_full_disk(path: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = opened(path, mode, *args, **kwargs)
+        return FullDisk(handle) if "w" in mode and name_part in path.name else handle
+
+    monkeypatch.setattr(Path, "open", open_on_full_disk)
+
+
+def broken_candidates(tmp_path: Path) -> Path:
+    """One good candidate and three whose spans do not fit (quarantined by prepare)."""
+    good = handmade(SENTENCE, "Paul", "Mary", "she", "female", "good")
+    broken = [{**good, "candidate_id": f"bad{n}", "antecedent1_start": 60 + n} for n in range(3)]
+    return candidates_file(tmp_path / "candidates" / "RC_a.candidates.parquet", [good, *broken])
+
+
+def prepared_items(tmp_path: Path, source: Path, out: Path) -> Result:
+    return cli("prepare", str(source), "--out", str(out), "--index", str(tmp_path / "index.sqlite"))
+
+
+def test_disk_full_while_quarantining_is_one_line_and_leaves_nothing_half_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, out = broken_candidates(tmp_path), tmp_path / "items"
+    fill_the_disk_for(monkeypatch, "invalid-candidates")
+    quarantine = out / "RC_a.invalid-candidates.jsonl"
+    one_line_error(prepared_items(tmp_path, source, out), f"cannot write {quarantine}", "No space left")
+    assert list(out.glob("RC_a.*")) == [] and list(out.glob(".*.partial")) == []
+    monkeypatch.undo()  # space freed: the rerun does the file whole, its item not taken for a duplicate
+    assert prepared_items(tmp_path, source, out).exit_code == 0
+    assert len(quarantine.read_bytes().splitlines()) == 3
+    assert orjson.loads((out / "RC_a.prepare.json").read_bytes())["items"] == 1
+
+
+def test_disk_full_while_writing_items_mid_run_is_one_line_and_leaves_nothing_half_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import knowref60k.core.io
+
+    real_writer = knowref60k.core.io.pq.ParquetWriter
+
+    class FillsUp(real_writer):  # type: ignore[misc, valid-type]
+        """Writes one row group, then the disk is full (the footer does not fit either)."""
+
+        groups = 0
+
+        def write_table(self, table: Any, *args: Any, **kwargs: Any) -> None:
+            FillsUp.groups += 1
+            if FillsUp.groups > 1:
+                raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: No space left on device")
+            super().write_table(table, *args, **kwargs)
+
+        def close(self) -> None:
+            super().close()
+            if FillsUp.groups > 1:
+                raise OSError("Error writing bytes to file. Detail: [errno 28] No space left on device")
+
+    monkeypatch.setattr(knowref60k.core.io, "ROW_GROUP_SIZE", 1)
+    monkeypatch.setattr(knowref60k.core.io.pq, "ParquetWriter", FillsUp)
+    out = tmp_path / "items"
+    result = prepared_items(tmp_path, candidates(tmp_path), out)
+    one_line_error(result, f"cannot write {out / 'RC_a.items.parquet'}", "No space left")
+    assert FillsUp.groups == 2 and list(out.glob("RC_a.*")) == [] and list(out.glob(".*.partial")) == []
+
+
+def test_disk_full_in_the_dedup_index_is_one_line_and_forgets_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from knowref60k.prepare.dedup import DedupIndex
+
+    def full(_: DedupIndex) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(DedupIndex, "commit", full)
+    source, out = candidates(tmp_path), tmp_path / "items"
+    index = tmp_path / "index.sqlite"
+    one_line_error(prepared_items(tmp_path, source, out), f"de-duplication index {index}", "disk is full")
+    assert list(out.glob("RC_a.prepare.json")) == []
+    monkeypatch.undo()
+    assert prepared_items(tmp_path, source, out).exit_code == 0
+    assert orjson.loads((out / "RC_a.prepare.json").read_bytes())["items"] == 3  # none taken for copies
+
+
+@pytest.mark.integration
+def test_disk_full_while_extract_quarantines_is_one_line_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "RC_bad.ndjson"
+    source.write_bytes(b'{"id": "a", "body": "fine.", "created_utc": 1}\n{"id": "cut\n' * 50)
+    fill_the_disk_for(monkeypatch, "quarantine")
+    out = tmp_path / "out"
+    result = cli("extract", str(source), "--out", str(out), "--workers", "1")
+    one_line_error(result, f"cannot write {out / 'RC_bad.quarantine.jsonl'}", "No space left")
+    assert list(out.iterdir()) == []
+
+
+def test_disk_full_while_marking_a_file_done_leaves_it_to_be_redone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = Path.write_bytes
+
+    def marker_on_full_disk(path: Path, data: Any) -> int:
+        if path.name.endswith(".prepare.json.partial"):
+            raise no_space(path)
+        return written(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", marker_on_full_disk)
+    source, out = candidates(tmp_path), tmp_path / "items"
+    marker = out / "RC_a.prepare.json"
+    one_line_error(prepared_items(tmp_path, source, out), f"cannot write {marker}", "No space left")
+    assert not marker.exists() and list(out.glob(".*.partial")) == []
+    monkeypatch.undo()
+    rerun = prepared_items(tmp_path, source, out)
+    assert rerun.exit_code == 0 and "already done" not in rerun.output
+    assert orjson.loads(marker.read_bytes())["items"] == 3

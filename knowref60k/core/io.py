@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -170,6 +170,12 @@ class RowWriter:
         with storage_errors(self.target):
             self._writer.close()
 
+    def abandon(self) -> None:
+        """Close after a failure, quietly: the file is thrown away, and a second error (the footer does not
+        fit on a full disk either) would only hide the first."""
+        with suppress(OSError, pa.ArrowException):
+            self._writer.close()
+
     def _flush(self, rows: list[dict[str, Any]]) -> None:
         table = pa.Table.from_pylist(rows, schema=self._schema)
         with storage_errors(self.target):
@@ -212,6 +218,30 @@ def read_tsv_rows(path: Path) -> Iterator[dict[str, str]]:
                 f"{path}, line {number}: {len(fields)} tab-separated fields, expected {len(columns)}"
             )
         yield dict(zip(columns, fields, strict=True))
+
+
+class QuarantineWriter:
+    """Quarantine records of one source file, a JSON line each. A file system that refuses is a
+    StorageError naming `target` (the file `path` will become)."""
+
+    def __init__(self, path: Path, source: str, target: Path) -> None:
+        self.source = source
+        self.target = target
+        with storage_errors(target):
+            self._handle = path.open("wb")
+
+    def write(self, lines: Sequence[QuarantinedLine]) -> None:
+        with storage_errors(self.target):
+            write_quarantine(self._handle, self.source, lines)
+
+    def close(self) -> None:
+        with storage_errors(self.target):
+            self._handle.close()
+
+    def abandon(self) -> None:
+        """Close after a failure, quietly (see `RowWriter.abandon`)."""
+        with suppress(OSError):
+            self._handle.close()
 
 
 def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[QuarantinedLine]) -> None:

@@ -6,6 +6,7 @@ Adding a stage is one new module in `stages/` plus one line in `STAGES`.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.config import PrepareConfig
-from knowref60k.core.errors import UserError
-from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows
+from knowref60k.core.errors import StorageError, UserError
+from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows, storage_errors
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
@@ -65,8 +66,9 @@ def validity_threshold(config: PrepareConfig) -> float:
 
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:
     """The candidates set aside by score, as a candidates file (an empty one when there are none)."""
-    with atomic_path(path) as temporary:
-        pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), temporary, compression="zstd")
+    table = pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA)
+    with atomic_path(path) as temporary, storage_errors(path):
+        pq.write_table(table, temporary, compression="zstd")
 
 
 def prepare_fingerprint(config: PrepareConfig) -> str:
@@ -124,6 +126,9 @@ class Preparer:
                 set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
                 write_set_aside(out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet", set_aside)
             self.index.commit()
+        except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
+            self.index.rollback()
+            raise StorageError(f"cannot write the de-duplication index {self.index_path}: {error}") from None
         except BaseException:
             self.index.rollback()
             raise
