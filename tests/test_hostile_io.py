@@ -250,3 +250,69 @@ def test_disk_full_while_marking_a_file_done_leaves_it_to_be_redone(
     rerun = prepared_items(tmp_path, source, out)
     assert rerun.exit_code == 0 and "already done" not in rerun.output
     assert orjson.loads(marker.read_bytes())["items"] == 3
+
+
+# D10: candidate rows with a null or a value of the wrong type -------------------------------------------
+
+
+def loose_candidates_file(path: Path, rows: list[dict[str, Any]], **column_types: Any) -> Path:
+    """Candidate rows as another tool might write them: every column nullable, some of another type."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from knowref60k.core.io import CANDIDATE_SCHEMA
+
+    fields = [
+        pa.field(column.name, column_types.get(column.name, column.type), nullable=True)
+        for column in CANDIDATE_SCHEMA
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(fields)), path)
+    return path
+
+
+def quarantined_candidates(out: Path, stem: str) -> list[tuple[str, str, str]]:
+    lines = (out / f"{stem}.invalid-candidates.jsonl").read_bytes().splitlines()
+    records = [orjson.loads(line) for line in lines]
+    return [(orjson.loads(q["raw"])["candidate_id"], q["reason"], q["detail"]) for q in records]
+
+
+def full_rows(tmp_path: Path, count: int) -> list[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(candidates(tmp_path, count, "RC_model")).to_pylist()
+
+
+def test_null_sentence_is_quarantined_and_counted_and_the_good_rows_kept(tmp_path: Path) -> None:
+    rows = full_rows(tmp_path, 3)
+    rows[1] = {**rows[1], "sentence": None}
+    rows[2] = {**rows[2], "pronoun_gender": None}
+    source = loose_candidates_file(tmp_path / "RC_null.candidates.parquet", rows)
+    out = tmp_path / "items"
+    result = prepared_items(tmp_path, source, out)
+    assert result.exit_code == 0, result.output
+    assert quarantined_candidates(out, "RC_null") == [
+        ("c1", "missing_value", "sentence is null"),
+        ("c2", "missing_value", "pronoun_gender is null"),
+    ]
+    report = orjson.loads((out / "RC_null.prepare.json").read_bytes())
+    assert report["items"] == 1 and report["stats"]["quarantined"] == 2
+    assert report["stats"]["stages"]["validate"]["dropped"] == {"missing_value": 2}
+
+
+def test_string_line_number_is_quarantined_with_its_reason_not_a_crash(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    rows = [{**row, "line_number": str(row["line_number"])} for row in full_rows(tmp_path, 2)]
+    rows[1]["line_number"] = "twelve"
+    strings = loose_candidates_file(tmp_path / "RC_str.candidates.parquet", rows, line_number=pa.string())
+    good = candidates(tmp_path, 1, "RC_good")
+    out = tmp_path / "items"
+    result = cli("prepare", str(strings), str(good), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert quarantined_candidates(out, "RC_str") == [
+        ("c0", "wrong_type", "line_number is str '1', expected int64"),
+        ("c1", "wrong_type", "line_number is str 'twelve', expected int64"),
+    ]
+    assert orjson.loads((out / "RC_good.prepare.json").read_bytes())["items"] == 1
+    assert "wrong_type: 2" in result.output  # in the funnel
