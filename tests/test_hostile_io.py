@@ -316,3 +316,100 @@ def test_string_line_number_is_quarantined_with_its_reason_not_a_crash(tmp_path:
     ]
     assert orjson.loads((out / "RC_good.prepare.json").read_bytes())["items"] == 1
     assert "wrong_type: 2" in result.output  # in the funnel
+
+
+# D11: corrupt reports and items ----------------------------------------------------------------------
+
+
+def damaged(report: Path, how: str) -> None:
+    """Damage a finished file's report the way a crash, a hand edit or another tool does."""
+    content = report.read_bytes()
+    kept = {key: value for key, value in orjson.loads(content).items() if key != "stats"}
+    report.write_bytes(
+        {
+            "cut short": content[: len(content) // 2],
+            "not JSON": b"{not json",
+            "a JSON list": b"[1, 2]",
+            "no stats": orjson.dumps(kept),  # fingerprint and source still match
+        }[how]
+    )
+
+
+@pytest.mark.parametrize("how", ["cut short", "not JSON", "a JSON list", "no stats"])
+def test_corrupt_completion_marker_counts_as_not_done_and_the_file_is_redone(
+    tmp_path: Path, how: str
+) -> None:
+    source, out = candidates(tmp_path), tmp_path / "items"
+    assert prepared_items(tmp_path, source, out).exit_code == 0
+    marker = out / "RC_a.prepare.json"
+    damaged(marker, how)
+    rerun = prepared_items(tmp_path, source, out)
+    assert rerun.exit_code == 0, rerun.output
+    assert "already done" not in rerun.output and "RC_a.candidates.parquet: 3 items" in rerun.output
+    assert orjson.loads(marker.read_bytes())["items"] == 3
+
+
+@pytest.mark.integration
+def test_corrupt_stats_json_makes_extract_redo_the_file(tmp_path: Path) -> None:
+    source, out = ndjson_dump(tmp_path), tmp_path / "out"
+    assert cli("extract", str(source), "--out", str(out), "--workers", "1").exit_code == 0
+    damaged(out / "RC_one.stats.json", "cut short")
+    rerun = cli("extract", str(source), "--out", str(out), "--workers", "1")
+    assert rerun.exit_code == 0 and "already done" not in rerun.output, rerun.output
+    assert orjson.loads((out / "RC_one.stats.json").read_bytes())["stats"]["stages"]["read"]["in"] == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"a": 1}', "no 'stats'"),
+        (b"[1, 2]", "a JSON list, not an object"),
+        (b'{"stats": {"stages": 3}}', "'stats' are malformed"),
+    ],
+)
+def test_corrupt_stats_json_is_one_line_naming_it_in_funnel(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    stats = tmp_path / "RC_x.stats.json"
+    stats.write_bytes(content)
+    one_line_error(cli("funnel", str(tmp_path)), str(stats), problem)
+
+
+def release_run(tmp_path: Path) -> Path:
+    from tests.test_release import synthetic_run
+
+    return synthetic_run(tmp_path / "run", {"t3_a": 2})
+
+
+def release(run: Path, tmp_path: Path) -> Result:
+    votes = run / "votes.parquet"
+    return cli(
+        "release", "--run", str(run), "--votes", str(votes), "--out", str(tmp_path / "r"), "--version", "v1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"a": 1}', "no 'source_file', 'source', 'candidates'"),
+        (b'{"source_file": "x", "source": {"size": "big"}, "candidates": 1}', "not a number"),
+    ],
+)
+def test_corrupt_stats_json_is_one_line_naming_it_in_release(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    run = release_run(tmp_path)
+    stats = run / "candidates" / "RC_2099-01.stats.json"
+    stats.write_bytes(content)
+    one_line_error(release(run, tmp_path), str(stats), problem)
+    assert not (tmp_path / "r" / "v1").exists()
+
+
+def test_corrupt_items_parquet_is_one_line_naming_it_in_release(tmp_path: Path) -> None:
+    run = release_run(tmp_path)
+    items = run / "items" / "RC_2099-01.items.parquet"
+    items.write_bytes(items.read_bytes()[:-100])  # cut short: the footer is gone
+    one_line_error(release(run, tmp_path), str(items), "not a readable items file")
+    assert not (tmp_path / "r" / "v1").exists()

@@ -74,4 +74,6 @@ def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder
     stats_files = sorted(out.glob("*.stats.json"))
     if not stats_files:
         raise fail(UserError(f"no *.stats.json in {out}"))
-    console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(stats_files)} file(s)"))
+    with user_errors():
+        total = merge_stats(stats_files)
+    console.print(render_funnel(total, f"Funnel over {len(stats_files)} file(s)"))

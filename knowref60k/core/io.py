@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -60,6 +61,8 @@ ITEM_SCHEMA = pa.schema(
     ]
 )
 ROW_GROUP_SIZE = 50_000
+
+log = logging.getLogger(__name__)
 
 
 def partial_path(path: Path) -> Path:
@@ -126,13 +129,46 @@ def source_identity(path: Path) -> dict[str, int]:
 def finished_marker(
     marker: Path, outputs: Iterable[Path], fingerprint: str, source: Path
 ) -> dict[str, Any] | None:
-    """A completion marker's content when it and every output exist, and the fingerprint and source match."""
+    """A completion marker's content when it and every output exist, and the fingerprint and source match.
+    A marker that cannot be read (cut short, edited, not ours) marks nothing done: the file is redone."""
     if not marker.exists() or not all(path.exists() for path in outputs):
         return None
-    report: dict[str, Any] = orjson.loads(marker.read_bytes())
+    try:
+        report = read_report(marker, "completion marker")
+    except UserError as problem:
+        log.warning("%s; its file is done again", problem)
+        return None
     if report.get("fingerprint") != fingerprint or report.get("source") != source_identity(source):
         return None
     return report
+
+
+def read_report(path: Path, kind: str, fields: Sequence[str] = ()) -> dict[str, Any]:
+    """One of our JSON reports (a stats report, a prepare report) as a dict; a UserError naming the file
+    when it is not valid JSON, not an object, or lacks one of `fields`."""
+    try:
+        report = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise UserError(f"{path}: not a {kind}: not valid JSON ({error})") from None
+    if not isinstance(report, dict):
+        raise UserError(f"{path}: not a {kind}: a JSON {type(report).__name__}, not an object")
+    missing = [name for name in fields if name not in report]
+    if missing:
+        raise UserError(f"{path}: not a {kind}: no {', '.join(repr(name) for name in missing)}")
+    return report
+
+
+def read_table(path: Path, kind: str, columns: Sequence[str]) -> pa.Table:
+    """A whole Parquet file of ours; a UserError naming the file when it is not Parquet, is damaged, or
+    lacks one of `columns`."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:  # pyarrow raises both for a damaged file
+        raise UserError(f"{path}: not a readable {kind} file ({error})") from None
+    missing = set(columns) - set(table.schema.names)
+    if missing:
+        raise UserError(f"{path}: not a {kind} file, missing columns {', '.join(sorted(missing))}")
+    return table
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:

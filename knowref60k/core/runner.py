@@ -7,6 +7,7 @@ by the same config and code and redoes the rest.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -26,6 +27,8 @@ from knowref60k.core.io import (
 )
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stats import PipelineStats
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -95,7 +98,11 @@ class FileRun:
         done = finished_marker(self.report_path, outputs, self.fingerprint, self.source)
         if done is None:
             return None
-        return self._report(True, done[self.count_name], PipelineStats.from_dict(done["stats"]))
+        try:
+            return self._report(True, int(done[self.count_name]), PipelineStats.from_dict(done["stats"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            log.warning("%s: not a whole report (%r); its file is done again", self.report_path, error)
+            return None
 
     @contextmanager
     def writing(self, schema: pa.Schema, metadata: dict[str, str], stats: PipelineStats) -> Iterator[RowSink]:
