@@ -413,3 +413,82 @@ def test_corrupt_items_parquet_is_one_line_naming_it_in_release(tmp_path: Path) 
     items.write_bytes(items.read_bytes()[:-100])  # cut short: the footer is gone
     one_line_error(release(run, tmp_path), str(items), "not a readable items file")
     assert not (tmp_path / "r" / "v1").exists()
+
+
+# D16: where a damaged archive's lines end -------------------------------------------------------------
+
+
+def numbered_lines(count: int) -> bytes:
+    return b"".join(
+        b'{"id": "c%d", "body": "comment number %d of the dump"}\n' % (n, n * 7) for n in range(count)
+    )
+
+
+def read_to_the_end(path: Path) -> None:
+    from knowref60k.ingest.readers import iter_line_chunks, open_input
+
+    with open_input(path) as (_raw, stream):
+        for _ in iter_line_chunks(stream, path.name):
+            pass
+
+
+def decoded_prefix(suffix: str, compressed: bytes) -> bytes:
+    """What one decompressor makes of the bytes: everything decodable, without the reader's logic."""
+    import bz2
+    import lzma
+    import zlib
+
+    import zstandard
+
+    decoder: Any = {
+        ".gz": lambda: zlib.decompressobj(wbits=zlib.MAX_WBITS | 16),
+        ".bz2": bz2.BZ2Decompressor,
+        ".xz": lzma.LZMADecompressor,
+        ".zst": lambda: zstandard.ZstdDecompressor().decompressobj(),
+    }[suffix]()
+    return bytes(decoder.decompress(compressed))
+
+
+def compressed(suffix: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard
+
+    compress = {
+        ".gz": gzip.compress,
+        ".bz2": bz2.compress,
+        ".xz": lzma.compress,
+        ".zst": zstandard.ZstdCompressor().compress,
+    }[suffix]
+    return bytes(compress(data))
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz", ".zst"])
+def test_truncated_archive_names_the_last_line_really_decoded(tmp_path: Path, suffix: str) -> None:
+    from knowref60k.core.errors import UserError
+
+    whole = compressed(suffix, numbered_lines(60_000))  # 3.5 MB of lines, less than one read
+    cut = whole[: len(whole) * 7 // 10]
+    decoded = decoded_prefix(suffix, cut).count(b"\n")
+    assert 10_000 < decoded < 60_000
+    path = tmp_path / f"RC_cut.ndjson{suffix}"
+    path.write_bytes(cut)
+    with pytest.raises(UserError) as caught:
+        read_to_the_end(path)
+    assert f"RC_cut.ndjson{suffix}: truncated after line {decoded}: the file ends inside" in str(caught.value)
+
+
+def test_zstd_with_trailing_junk_says_so_after_its_last_line(tmp_path: Path) -> None:
+    from knowref60k.core.errors import UserError
+
+    path = tmp_path / "RC_junk.zst"
+    path.write_bytes(compressed(".zst", numbered_lines(20_000)) + b"this is not a zstd frame\n" * 10)
+    with pytest.raises(UserError) as caught:
+        read_to_the_end(path)
+    message = str(caught.value)
+    assert (
+        "RC_junk.zst: trailing data after line 20000: after zstd frame 1 come bytes that are not" in message
+    )
+    assert "truncated" not in message

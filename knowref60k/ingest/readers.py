@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bz2
-import gzip
 import io
 import lzma
 import re
@@ -12,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
 import zstandard
@@ -33,21 +32,69 @@ _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
 
-class ZstdReader(io.RawIOBase):
-    """Decompresses zstd frame after frame, and raises on a file that ends inside a frame.
+class Decoder(Protocol):
+    """What the decompressors of zlib, bz2, lzma and zstandard share: each decodes one unit (frame,
+    member, stream)."""
 
-    zstandard's `stream_reader` just stops at a truncated frame, which would lose the rest silently.
-    """
+    @property
+    def eof(self) -> bool: ...
 
-    def __init__(self, raw: BinaryIO, read_size: int = 1 << 18) -> None:
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Compression:
+    """A compressed format, read unit after unit: zstd frames, gzip members, bzip2 and xz streams."""
+
+    name: str
+    unit: str
+    new_decoder: Callable[[], Decoder]
+    # NUL bytes may follow a unit (gzip and xz tools pad files so).
+    padded: bool = False
+
+
+def _zstd_decoder() -> Decoder:
+    return cast(Decoder, zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW).decompressobj())
+
+
+COMPRESSIONS: dict[str, Compression] = {
+    ".zst": Compression("zstd", "frame", _zstd_decoder),
+    ".gz": Compression("gzip", "member", lambda: zlib.decompressobj(wbits=zlib.MAX_WBITS | 16), padded=True),
+    ".bz2": Compression("bzip2", "stream", bz2.BZ2Decompressor),
+    ".xz": Compression("xz", "stream", lzma.LZMADecompressor, padded=True),
+}
+_DECODER_ERRORS = (zstandard.ZstdError, zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
+
+
+class DamagedInput(Exception):
+    """What is wrong with a compressed input: `kind` is truncated, corrupt or trailing data."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class DecompressingReader(io.RawIOBase):
+    """Decompresses a file unit after unit and hands out every byte it could decode before it raises
+    DamagedInput: the file ends inside a unit (truncated), bytes after a whole unit start none (trailing
+    data), or the decoder refuses them (corrupt). So an error can name the last line really decoded: the
+    standard library's readers lose what the failing read had decoded, and zstandard's stream reader
+    just stops at a truncated frame, which would lose the rest silently."""
+
+    def __init__(self, raw: BinaryIO, compression: Compression, read_size: int = 1 << 18) -> None:
         self._raw = raw
+        self.compression = compression
         self._read_size = read_size
-        self._decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
-        self._frame = self._decompressor.decompressobj()
-        self._buffer = b""
-        self._truncated = False
-        # Frames decoded to their end: a dump's completeness report shows it.
-        self.frames = 0
+        self._decoder = compression.new_decoder()
+        self._unit_started = False
+        self._buffer = bytearray()
+        self._damage: DamagedInput | None = None
+        # Units decoded to their end: a dump's completeness report shows zstd's frames.
+        self.units = 0
 
     def readable(self) -> bool:
         return True
@@ -58,48 +105,51 @@ class ZstdReader(io.RawIOBase):
         return len(data)
 
     def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
+        while self._damage is None and (size < 0 or len(self._buffer) < size):
             compressed = self._raw.read(self._read_size)
             if not compressed:
-                self._truncated = not self._frame.eof and self._raw.tell() > 0
+                self._check_end()
                 break
             self._decompress(compressed)
-        data, self._buffer = (self._buffer, b"") if size < 0 else (self._buffer[:size], self._buffer[size:])
-        if not data and self._truncated:
-            raise zstandard.ZstdError("the file ends inside a zstd frame (truncated download?)")
+        cut = len(self._buffer) if size < 0 else min(size, len(self._buffer))
+        data = bytes(self._buffer[:cut])
+        del self._buffer[:cut]
+        if not data and self._damage is not None:
+            raise self._damage
         return data
+
+    def _check_end(self) -> None:
+        if self._unit_started and not self._decoder.eof:
+            name, unit = self.compression.name, self.compression.unit
+            ends = f"the file ends inside {name} {unit} {self.units + 1} (an incomplete download?)"
+            self._damage = DamagedInput("truncated", ends)
 
     def _decompress(self, compressed: bytes) -> None:
         while compressed:
-            if self._frame.eof:
-                self._frame = self._decompressor.decompressobj()
-            self._buffer += self._frame.decompress(compressed)
-            self.frames += self._frame.eof
-            compressed = self._frame.unused_data if self._frame.eof else b""
+            if self._decoder.eof:
+                compressed = compressed.lstrip(b"\0") if self.compression.padded else compressed
+                if not compressed:
+                    return
+                self._decoder, self._unit_started = self.compression.new_decoder(), False
+            try:
+                self._buffer += self._decoder.decompress(compressed)
+            except _DECODER_ERRORS as error:
+                self._damage = self._refused(error)
+                return
+            self._unit_started = True
+            if not self._decoder.eof:
+                return
+            self.units += 1
+            compressed = self._decoder.unused_data
 
-
-def _open_zstd(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, ZstdReader(raw))
-
-
-def _open_gzip(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="rb"))
-
-
-def _open_bz2(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, bz2.BZ2File(raw, "rb"))
-
-
-def _open_xz(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, lzma.LZMAFile(raw, "rb"))
-
-
-_DECODERS: dict[str, Callable[[BinaryIO], BinaryIO]] = {
-    ".zst": _open_zstd,
-    ".gz": _open_gzip,
-    ".bz2": _open_bz2,
-    ".xz": _open_xz,
-}
+    def _refused(self, error: Exception) -> DamagedInput:
+        name, unit = self.compression.name, self.compression.unit
+        if self._unit_started:
+            return DamagedInput("corrupt", f"{name} {unit} {self.units + 1} cannot be decoded ({error})")
+        if self.units:
+            after = f"after {name} {unit} {self.units} come bytes that are not a {name} {unit} ({error})"
+            return DamagedInput("trailing data", after)
+        return DamagedInput("corrupt", f"not {name} data ({error})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +162,7 @@ class LineChunk:
 
 def compression_of(path: Path) -> str | None:
     suffix = path.suffix.lower()
-    return suffix if suffix in _DECODERS else None
+    return suffix if suffix in COMPRESSIONS else None
 
 
 def detect_format(path: Path, requested: str = "auto") -> str:
@@ -148,8 +198,8 @@ def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """
     check_input(path)
     with path.open("rb") as raw:
-        decoder = _DECODERS.get(compression_of(path) or "")
-        yield raw, decoder(raw) if decoder else raw
+        compression = COMPRESSIONS.get(compression_of(path) or "")
+        yield raw, cast(BinaryIO, DecompressingReader(raw, compression)) if compression else raw
 
 
 def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) -> Iterator[LineChunk]:
@@ -163,10 +213,11 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
     while True:
         try:
             block = stream.read(read_size)
-        except (zstandard.ZstdError, OSError, EOFError, lzma.LZMAError, zlib.error) as error:
-            raise UserError(
-                f"{source}: the compressed data is corrupt or truncated after line {next_line - 1}: {error}"
-            ) from None
+        except DamagedInput as damage:
+            # Every line before the damage has been handed out: `next_line - 1` is the last one decoded.
+            raise UserError(f"{source}: {damage.kind} after line {next_line - 1}: {damage.detail}") from None
+        except OSError as error:
+            raise UserError(f"{source}: cannot be read after line {next_line - 1}: {error}") from None
         if not block:
             break
         buffer = carry + block
@@ -184,7 +235,7 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
 class InputCheck:
     """Watches the chunks of one input go by, and says afterwards whether the input looks complete.
 
-    A truncated zstd frame is already an error (ZstdReader). What a file cannot show is a multi-frame
+    A truncated zstd frame is already an error (DecompressingReader). What a file cannot show is a multi-frame
     `.zst` cut exactly between two frames, or a plain file cut between two lines: both read as shorter,
     well-formed dumps. What can be seen is reported: the line count, whether the last line ends with a
     newline (a dump cut inside a line does not), and the number of zstd frames.
@@ -204,7 +255,9 @@ class InputCheck:
 
     def report(self, stream: BinaryIO) -> dict[str, Any]:
         """The input's completeness, for the stats report and the ledger."""
-        frames = stream.frames if isinstance(stream, ZstdReader) else None
+        frames = None
+        if isinstance(stream, DecompressingReader) and stream.compression.name == "zstd":
+            frames = stream.units
         if not self.ends_with_newline:
             verdict = "suspect: the last line has no newline (a download cut inside a line?)"
         elif frames is not None and frames > 1:
