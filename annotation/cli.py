@@ -60,7 +60,11 @@ def push(items: ItemsArgument, config: ConfigOption = None) -> None:
     items; items already in the project are never imported twice."""
     from annotation.client import LabelStudioClient
     from annotation.operations import first_stage, push_new
+    from knowref60k.core.io import distinct_files
 
+    repeated = len(items) - len(distinct_files(items))
+    if repeated:
+        typer.echo(f"{repeated} repeated items file(s) left out: each is pushed once")
     with one_line_errors():
         settings = load_settings()
         labelling = _config(config)

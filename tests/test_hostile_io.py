@@ -5,6 +5,7 @@ archives, a file given twice, usernames in the quarantine. Small synthetic input
 from __future__ import annotations
 
 import errno
+import re
 from pathlib import Path
 from typing import Any
 
@@ -492,3 +493,79 @@ def test_zstd_with_trailing_junk_says_so_after_its_last_line(tmp_path: Path) -> 
         "RC_junk.zst: trailing data after line 20000: after zstd frame 1 come bytes that are not" in message
     )
     assert "truncated" not in message
+
+
+# D19: one file given twice ------------------------------------------------------------------------------
+
+
+def test_prepare_given_one_file_twice_prepares_and_counts_it_once(tmp_path: Path) -> None:
+    source, out = candidates(tmp_path), tmp_path / "items"
+    other_spelling = tmp_path / "candidates" / ".." / "candidates" / source.name
+    result = cli("prepare", str(source), str(other_spelling), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "1 repeated candidates file(s) left out" in result.output
+    assert "over 1 file(s)" in result.output and result.output.count("RC_a.candidates.parquet: 3 items") == 1
+    assert re.search(r"perturb +│ items +│ +3 │ +3 │", result.output)  # 3 items in the funnel, not 6
+
+
+def test_prepare_refuses_two_files_that_would_write_the_same_items(tmp_path: Path) -> None:
+    first = candidates(tmp_path / "a")
+    second = candidates(tmp_path / "b")
+    out = tmp_path / "items"
+    one_line_error(cli("prepare", str(first), str(second), "--out", str(out)), "RC_a.*", "same items files")
+    assert not out.exists()
+
+
+class RecordingClient:
+    """A Label Studio that takes every item offered: what `push` counts without a server."""
+
+    def __init__(self, *_: object) -> None:
+        self.offered: dict[str, list[str]] = {}
+
+    def __enter__(self) -> RecordingClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def push(self, items: Any, stage: str, *_: object) -> Any:
+        from annotation.client import PushReport
+
+        ids = [item["candidate_id"] for item in items]
+        self.offered[stage] = ids
+        return PushReport(len(ids), 0, len(ids), len(ids))
+
+
+def test_push_of_one_items_file_twice_offers_each_item_and_its_controls_once(tmp_path: Path) -> None:
+    from annotation.operations import push_new
+    from knowref60k.labelling.config import LabellingConfig
+    from knowref60k.labelling.quality import is_control
+    from tests.test_annotate_cli import write_items
+
+    items = write_items(tmp_path / "RC_a.items.parquet", 40)
+    link = tmp_path / "link.items.parquet"
+    link.symlink_to(items)
+    once, twice = RecordingClient(), RecordingClient()
+    push_new(once, [items], LabellingConfig())
+    push_new(twice, [items, items, link], LabellingConfig())
+    assert twice.offered == once.offered
+    [offered] = once.offered.values()
+    assert len([item for item in offered if not is_control(item)]) == 40 < len(offered)
+
+
+def test_annotate_push_of_one_file_twice_says_each_item_was_offered_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import annotation.cli
+    import annotation.client
+    from tests.test_annotate_cli import write_items
+
+    monkeypatch.setattr(annotation.client, "LabelStudioClient", RecordingClient)
+    monkeypatch.setattr(annotation.cli, "load_settings", lambda: None)
+    config = tmp_path / "labelling.toml"
+    config.write_text("[labelling]\ncontrol_share = 0.0\n")
+    items = str(write_items(tmp_path / "RC_a.items.parquet", 40))
+    result = cli("annotate", "push", items, items, "--config", str(config))
+    assert result.exit_code == 0, result.output
+    assert "1 repeated items file(s) left out" in result.output
+    assert "screening: 40 tasks offered, 40 imported, 0 already there" in result.output

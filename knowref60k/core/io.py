@@ -112,6 +112,23 @@ def atomic_path(path: Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+def distinct_files(paths: Iterable[Path]) -> list[Path]:
+    """The paths without repeats of a file listed before (the same path twice, another spelling of it, a
+    symbolic or hard link to it), in their order: what is given twice is read and counted once."""
+    seen: set[object] = set()
+    kept = []
+    for path in paths:
+        try:
+            status = path.stat()
+            identity: object = (status.st_dev, status.st_ino)
+        except OSError:  # a missing file: its reader says so
+            identity = path.resolve()
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(path)
+    return kept
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,14 @@ import pyarrow.parquet as pq
 
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import StorageError, UserError
-from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows, storage_errors
+from knowref60k.core.io import (
+    CANDIDATE_SCHEMA,
+    ITEM_SCHEMA,
+    atomic_path,
+    distinct_files,
+    read_rows,
+    storage_errors,
+)
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
@@ -51,6 +58,24 @@ def prepare_stats() -> PipelineStats:
 def items_stem(candidates_path: Path) -> str:
     name = candidates_path.name
     return name[: -len(CANDIDATES_SUFFIX)] if name.endswith(CANDIDATES_SUFFIX) else candidates_path.stem
+
+
+def candidate_files(paths: Iterable[Path]) -> list[Path]:
+    """The candidates files to prepare: a file given twice (or by two spellings) once, since preparing it
+    again would count its items twice; different files that would write the same items file (a/RC_x and
+    b/RC_x) are refused, since the second would replace the first's items."""
+    files = distinct_files(paths)
+    by_stem: dict[str, list[Path]] = {}
+    for path in files:
+        by_stem.setdefault(items_stem(path), []).append(path)
+    clashes = {stem: group for stem, group in by_stem.items() if len(group) > 1}
+    if clashes:
+        listed = "; ".join(f"{stem}.*: {', '.join(map(str, group))}" for stem, group in clashes.items())
+        raise UserError(
+            f"candidates files would write the same items files ({listed}); rename one, or prepare them "
+            "into different --out folders"
+        )
+    return files
 
 
 def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
