@@ -569,3 +569,68 @@ def test_annotate_push_of_one_file_twice_says_each_item_was_offered_once(
     assert result.exit_code == 0, result.output
     assert "1 repeated items file(s) left out" in result.output
     assert "screening: 40 tasks offered, 40 imported, 0 already there" in result.output
+
+
+# D21: no username in a quarantine file --------------------------------------------------------------------
+
+
+def quarantine_file_of(lines: list[bytes], input_format: str = "ndjson") -> list[dict[str, Any]]:
+    """What extraction writes to a quarantine file for these input lines, one record each."""
+    import io
+
+    from knowref60k.core.io import write_quarantine
+    from knowref60k.core.stats import StageStats
+    from knowref60k.ingest.readers import LineChunk, parse_chunk
+
+    _, quarantined = parse_chunk(LineChunk(1, b"\n".join(lines) + b"\n"), input_format, StageStats())
+    written = io.BytesIO()
+    write_quarantine(written, "RC_x.ndjson", quarantined)
+    assert b"secretuser" not in written.getvalue() and b"t2_secret" not in written.getvalue()
+    return [orjson.loads(line) for line in written.getvalue().splitlines()]
+
+
+def test_author_fields_of_any_shape_and_depth_are_redacted_in_the_quarantine() -> None:
+    lines = [
+        b'{"id": "a", "author": {"name": "secretuser8", "id": "t2_secret"}, "created_utc": 1}',
+        b'{"id": "b", "author_fullname": "t2_secret", "author_flair_text": "secretuser8 fan", "body": 5}',
+        b'{"id": "c", "Author": ["secretuser8"], "replies": [{"comment_author": "secretuser9"}], "x": 1}',
+        b'{"id": "d", "author": "secretuser8", "body": "fine", "created_utc": "yesterday"}',
+    ]
+    records = quarantine_file_of(lines)
+    assert [record["reason"] for record in records] == ["missing_body"] * 3 + ["bad_created_utc"]
+    kept = [orjson.loads(record["raw"]) for record in records]
+    assert kept[0] == {"id": "a", "author": "<redacted>", "created_utc": 1}
+    assert (kept[1]["author_fullname"], kept[1]["author_flair_text"]) == ("<redacted>", "<redacted>")
+    assert kept[2] == {
+        "id": "c",
+        "Author": "<redacted>",
+        "replies": [{"comment_author": "<redacted>"}],
+        "x": 1,
+    }
+    assert kept[3]["author"] == "<redacted>" and kept[3]["body"] == "fine"
+
+
+def test_a_line_that_cannot_be_parsed_keeps_no_raw_text_only_its_size_and_hash() -> None:
+    import hashlib
+
+    lines = [
+        b"{'author': 'secretuser8', 'body': 'single quotes are not JSON'}",
+        b'{"id": "cut", "author": "secretuser8", "body": "cut in the midd',
+        b'{"author": {"name": "secretuser8"}, "body": "caf\xe9"}',
+        b'["secretuser8", "a list, not an object"]',
+    ]
+    records = quarantine_file_of(lines)
+    assert [record["reason"] for record in records] == [
+        "invalid_json",
+        "invalid_json",
+        "invalid_utf8",
+        "not_an_object",
+    ]
+    for line, record in zip(lines, records, strict=True):
+        assert record["raw"] is None and record["bytes"] == len(line)
+        assert record["sha256"] == hashlib.sha256(line).hexdigest()
+
+
+def test_a_text_line_that_is_not_utf8_keeps_no_raw_text() -> None:
+    [record] = quarantine_file_of([b"secretuser8 wrote caf\xe9"], "text")
+    assert (record["reason"], record["raw"], record["bytes"]) == ("invalid_utf8", None, 22)

@@ -306,4 +306,8 @@ def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[Quarantined
             "detail": line.detail,
             "raw": line.raw,
         }
+        if line.size is not None:
+            record["bytes"] = line.size
+        if line.sha256 is not None:
+            record["sha256"] = line.sha256
         handle.write(orjson.dumps(record) + b"\n")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import bz2
+import hashlib
 import io
 import lzma
-import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,7 +27,7 @@ READ_SIZE = 4 * 1024 * 1024
 # What the candidates' `created_utc` column (int64) can hold.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTF8_BOM = b"\xef\xbb\xbf"
-_AUTHOR_FIELD = re.compile(r'("author\w*"\s*:\s*)"(?:[^"\\]|\\.)*"')
+REDACTED = "<redacted>"
 _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
@@ -322,23 +322,42 @@ def parse_chunk(
     return comments, quarantined
 
 
-def _quarantine(line_number: int, line: bytes, reason: str, detail: str) -> QuarantinedLine:
-    raw = redact_usernames(line.decode("utf-8", errors="backslashreplace"))
-    return QuarantinedLine(line_number, reason, detail, raw)
+def _unreadable(line_number: int, line: bytes, reason: str, detail: str) -> QuarantinedLine:
+    """A line that could not be parsed: its text is not kept, since nothing in it can be told apart as a
+    username (an author field in single quotes, cut short, of any shape); its size and hash are, to find
+    and check it in the dump."""
+    return QuarantinedLine(line_number, reason, detail, None, len(line), hashlib.sha256(line).hexdigest())
 
 
-def redact_usernames(raw: str) -> str:
-    """The line with the values of its `author*` fields (the Reddit username, its t2_ id, flair)
-    replaced: a quarantine file keeps what is needed to fix a line, not who wrote it. Works on lines
-    that are not valid JSON too."""
-    return _AUTHOR_FIELD.sub(r'\1"<redacted>"', raw)
+def _unusable(
+    line_number: int, line: bytes, record: dict[str, Any], reason: str, detail: str
+) -> QuarantinedLine:
+    """A JSON object that cannot be used: kept for repair, with every author field redacted."""
+    raw = orjson.dumps(redact_authors(record)).decode()
+    return QuarantinedLine(line_number, reason, detail, raw, len(line))
+
+
+def redact_authors(record: Any) -> Any:
+    """The parsed record with the value of every key that contains "author" (any case, at any depth:
+    `author`, `author_fullname`, `author_flair_text`, an `author` object or list) replaced by
+    "<redacted>", in place: a quarantine file keeps what is needed to fix a line, not who wrote it."""
+    pending = [record]
+    while pending:  # not recursive: a line may nest a thousand levels deep
+        node = pending.pop()
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in children:
+            if isinstance(key, str) and "author" in key.lower():
+                node[key] = REDACTED
+            elif isinstance(value, dict | list):
+                pending.append(value)
+    return record
 
 
 def _parse_text_line(line_number: int, line: bytes) -> Comment | QuarantinedLine:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
-        return _quarantine(line_number, line, "invalid_utf8", str(error))
+        return _unreadable(line_number, line, "invalid_utf8", str(error))
     return Comment(comment_id=str(line_number), body=text, line_number=line_number)
 
 
@@ -347,15 +366,15 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
         record = orjson.loads(line)
     except orjson.JSONDecodeError as error:
         reason = "invalid_utf8" if "UTF-8" in str(error) else "invalid_json"
-        return _quarantine(line_number, line, reason, str(error))
+        return _unreadable(line_number, line, reason, str(error))
     if not isinstance(record, dict):
-        return _quarantine(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
+        return _unreadable(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
     body = record["body"] if "body" in record else record.get("text")
     if type(body) is not str:
-        return _quarantine(line_number, line, "missing_body", "no string field 'body' (or 'text')")
+        return _unusable(line_number, line, record, "missing_body", "no string field 'body' (or 'text')")
     created = _as_int(record.get("created_utc"))
     if created is False:
-        return _quarantine(line_number, line, "bad_created_utc", repr(record.get("created_utc")))
+        return _unusable(line_number, line, record, "bad_created_utc", repr(record.get("created_utc")))
     return Comment(
         comment_id=_as_text(record.get("id")) or str(line_number),
         body=body,
