@@ -460,7 +460,7 @@ def compressed(suffix: str, data: bytes) -> bytes:
     compress = {
         ".gz": gzip.compress,
         ".bz2": bz2.compress,
-        ".xz": lzma.compress,
+        ".xz": lambda data: lzma.compress(data, preset=1),
         ".zst": zstandard.ZstdCompressor().compress,
     }[suffix]
     return bytes(compress(data))

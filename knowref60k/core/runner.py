@@ -123,10 +123,10 @@ class FileRun:
                 raise
             try:
                 yield sink
+                sink.close()
             except BaseException:
                 sink.abandon()
                 raise
-            sink.close()
 
     def finish(self, sink: RowSink, fields: dict[str, Any]) -> FileReport:
         """Write the report that marks the file finished; `fields` adds what this kind of run records."""
