@@ -63,10 +63,12 @@ def test_out_under_a_regular_file_is_one_line_for_extract_prepare_and_release(tm
         ["prepare", str(source), "--out", str(out)],
         [*release, "--out", str(out)],
     ):
-        one_line_error(cli(*command), str(out), "Not a directory", "a part of the path is a file")
+        line = one_line_error(cli(*command), str(out))
+        assert "is a file" in line or "a part of the path is a file" in line, line
     index = a_file / "index.sqlite"
     result = cli("prepare", str(source), "--out", str(tmp_path / "items"), "--index", str(index))
-    one_line_error(result, str(a_file), "File exists")
+    line = one_line_error(result, str(a_file))
+    assert "is a file" in line or "a file of that name is in the way" in line, line
 
 
 def test_read_only_out_folder_is_one_line_before_any_work(
