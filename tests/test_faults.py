@@ -342,7 +342,8 @@ def test_quarantine_keeps_no_username(tmp_path: Path) -> None:
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(source, tmp_path / "out")
     text = report.quarantine_path.read_text()
-    assert report.stats.quarantined == 2 and text.count("<redacted>") == 3
+    # The first line's two author fields redacted; the second, cut short, is not kept at all.
+    assert report.stats.quarantined == 2 and text.count("<redacted>") == 2
     assert "secret_user" not in text and "t2_xyz" not in text
 
 
@@ -401,8 +402,10 @@ def test_sigterm_in_the_middle_of_extraction_stops_the_workers_and_says_so(tmp_p
     partial_quarantine = out / ".RC_sample_300k.quarantine.jsonl.partial"
     process = start_extraction(dump, out)
     try:
+        # The first block the buffered quarantine file writes: 8 KB, about 33 of its 60 records (a line
+        # that cannot be parsed is recorded without its text, in some 250 bytes).
         wait_for(
-            lambda: partial_quarantine.exists() and partial_quarantine.stat().st_size >= 20_000,
+            lambda: partial_quarantine.exists() and partial_quarantine.stat().st_size >= 8_000,
             300,
             "extraction to be under way",
         )

@@ -52,9 +52,9 @@ def extract(
     with user_errors():
         workers = worker_count(workers)
         check_distinct_outputs(inputs)
-        output_folder(out)
         for path in inputs:  # before any progress bar is drawn
             check_input(path)
+        output_folder(out)
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )
@@ -78,4 +78,6 @@ def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder
     stats_files = sorted(out.glob("*.stats.json"))
     if not stats_files:
         raise fail(UserError(f"no *.stats.json in {out}"))
-    console.print(render_funnel(merge_stats(stats_files), f"Funnel over {len(stats_files)} file(s)"))
+    with user_errors():
+        total = merge_stats(stats_files)
+    console.print(render_funnel(total, f"Funnel over {len(stats_files)} file(s)"))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -13,7 +14,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import StorageError, UserError, storage_error
 from knowref60k.core.files import check_readable_file
 from knowref60k.core.records import QuarantinedLine
 
@@ -62,18 +63,34 @@ ITEM_SCHEMA = pa.schema(
 )
 ROW_GROUP_SIZE = 50_000
 
+log = logging.getLogger(__name__)
+
 
 def partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
+@contextmanager
+def storage_errors(path: Path, doing: str = "write") -> Iterator[None]:
+    """An OSError in the block (no space left, permission denied, ...) as one StorageError naming `path`."""
+    try:
+        yield
+    except OSError as error:
+        raise storage_error(error, path, doing) from None
+
+
 def output_folder(path: Path, option: str = "--out") -> Path:
-    """`path` as a folder to write into; a UserError when it, or the nearest of its parents that exists,
-    is a file (the folder could then never be made)."""
+    """`path` as a folder to write into, created if missing, before any work is done: a UserError when it,
+    or the nearest of its parents that exists, is a file (the folder could then never be made); a
+    StorageError when it cannot be created or written into."""
     existing = next((folder for folder in (path, *path.parents) if folder.exists()), None)
     if existing is not None and not existing.is_dir():
         where = "" if existing == path else f" ({existing})"
         raise UserError(f"{option} {path}{where} is a file, not a folder")
+    with storage_errors(path, "create the folder"):
+        path.mkdir(parents=True, exist_ok=True)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StorageError(f"cannot write into {path}: permission denied (or a read-only file system)")
     return path
 
 
@@ -88,13 +105,32 @@ def private_dir(path: Path) -> Path:
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside `path` that replaces it only if the block finishes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with storage_errors(path.parent, "create the folder"):
+        path.parent.mkdir(parents=True, exist_ok=True)
     temporary = partial_path(path)
     try:
         yield temporary
-        os.replace(temporary, path)
+        with storage_errors(path):
+            os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def distinct_files(paths: Iterable[Path]) -> list[Path]:
+    """The paths without repeats of a file listed before (the same path twice, another spelling of it, a
+    symbolic or hard link to it), in their order: what is given twice is read and counted once."""
+    seen: set[object] = set()
+    kept = []
+    for path in paths:
+        try:
+            status = path.stat()
+            identity: object = (status.st_dev, status.st_ino)
+        except OSError:  # a missing file: its reader says so
+            identity = path.resolve()
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(path)
+    return kept
 
 
 def file_sha256(path: Path) -> str:
@@ -114,28 +150,66 @@ def source_identity(path: Path) -> dict[str, int]:
 def finished_marker(
     marker: Path, outputs: Iterable[Path], fingerprint: str, source: Path
 ) -> dict[str, Any] | None:
-    """A completion marker's content when it and every output exist, and the fingerprint and source match."""
+    """A completion marker's content when it and every output exist, and the fingerprint and source match.
+    A marker that cannot be read (cut short, edited, not ours) marks nothing done: the file is redone."""
     if not marker.exists() or not all(path.exists() for path in outputs):
         return None
-    report: dict[str, Any] = orjson.loads(marker.read_bytes())
+    try:
+        report = read_report(marker, "completion marker")
+    except UserError as problem:
+        log.warning("%s; its file is done again", problem)
+        return None
     if report.get("fingerprint") != fingerprint or report.get("source") != source_identity(source):
         return None
     return report
 
 
+def read_report(path: Path, kind: str, fields: Sequence[str] = ()) -> dict[str, Any]:
+    """One of our JSON reports (a stats report, a prepare report) as a dict; a UserError naming the file
+    when it is not valid JSON, not an object, or lacks one of `fields`."""
+    try:
+        report = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise UserError(f"{path}: not a {kind}: not valid JSON ({error})") from None
+    if not isinstance(report, dict):
+        raise UserError(f"{path}: not a {kind}: a JSON {type(report).__name__}, not an object")
+    missing = [name for name in fields if name not in report]
+    if missing:
+        raise UserError(f"{path}: not a {kind}: no {', '.join(repr(name) for name in missing)}")
+    return report
+
+
+def read_table(path: Path, kind: str, columns: Sequence[str]) -> pa.Table:
+    """A whole Parquet file of ours; a UserError naming the file when it is not Parquet, is damaged, or
+    lacks one of `columns`."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:  # pyarrow raises both for a damaged file
+        raise UserError(f"{path}: not a readable {kind} file ({error})") from None
+    missing = set(columns) - set(table.schema.names)
+    if missing:
+        raise UserError(f"{path}: not a {kind} file, missing columns {', '.join(sorted(missing))}")
+    return table
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Keys in the order the code puts them (a funnel's stages in pipeline order), which is the same on
     every run."""
-    with atomic_path(path) as temporary:
+    with atomic_path(path) as temporary, storage_errors(path):
         temporary.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 class RowWriter:
-    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking."""
+    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking. A file
+    system that refuses is a StorageError naming `target` (the file `path` will become)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, str]) -> None:
+    def __init__(
+        self, path: Path, schema: pa.Schema, metadata: dict[str, str], target: Path | None = None
+    ) -> None:
         schema = schema.with_metadata({key.encode(): value.encode() for key, value in metadata.items()})
-        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self.target = target or path
+        with storage_errors(self.target):
+            self._writer = pq.ParquetWriter(path, schema, compression="zstd")
         self._schema = schema
         self._pending: list[dict[str, Any]] = []
         self.rows = 0
@@ -150,10 +224,19 @@ class RowWriter:
         if self._pending or self.rows == 0:
             self._flush(self._pending)
         self._pending = []
-        self._writer.close()
+        with storage_errors(self.target):
+            self._writer.close()
+
+    def abandon(self) -> None:
+        """Close after a failure, quietly: the file is thrown away, and a second error (the footer does not
+        fit on a full disk either) would only hide the first."""
+        with suppress(OSError, pa.ArrowException):
+            self._writer.close()
 
     def _flush(self, rows: list[dict[str, Any]]) -> None:
-        self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        table = pa.Table.from_pylist(rows, schema=self._schema)
+        with storage_errors(self.target):
+            self._writer.write_table(table)
         self.rows += len(rows)
 
 
@@ -193,6 +276,30 @@ def read_tsv_rows(path: Path) -> Iterator[dict[str, str]]:
         yield dict(zip(columns, fields, strict=True))
 
 
+class QuarantineWriter:
+    """Quarantine records of one source file, a JSON line each. A file system that refuses is a
+    StorageError naming `target` (the file `path` will become)."""
+
+    def __init__(self, path: Path, source: str, target: Path) -> None:
+        self.source = source
+        self.target = target
+        with storage_errors(target):
+            self._handle = path.open("wb")
+
+    def write(self, lines: Sequence[QuarantinedLine]) -> None:
+        with storage_errors(self.target):
+            write_quarantine(self._handle, self.source, lines)
+
+    def close(self) -> None:
+        with storage_errors(self.target):
+            self._handle.close()
+
+    def abandon(self) -> None:
+        """Close after a failure, quietly (see `RowWriter.abandon`)."""
+        with suppress(OSError):
+            self._handle.close()
+
+
 def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[QuarantinedLine]) -> None:
     for line in lines:
         record = {
@@ -202,4 +309,8 @@ def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[Quarantined
             "detail": line.detail,
             "raw": line.raw,
         }
+        if line.size is not None:
+            record["bytes"] = line.size
+        if line.sha256 is not None:
+            record["sha256"] = line.sha256
         handle.write(orjson.dumps(record) + b"\n")

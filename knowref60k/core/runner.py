@@ -7,25 +7,28 @@ by the same config and code and redoes the rest.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pyarrow as pa
 
 from knowref60k.core.io import (
+    QuarantineWriter,
     RowWriter,
     atomic_path,
     finished_marker,
     source_identity,
     write_json_atomic,
-    write_quarantine,
 )
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stats import PipelineStats
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -47,17 +50,27 @@ class RowSink:
     """Where a running file's rows, quarantined lines and counters go."""
 
     writer: RowWriter
-    source: str
-    quarantine: IO[bytes] | None
+    quarantine: QuarantineWriter | None
     stats: PipelineStats
     started: float = field(default_factory=time.perf_counter)
 
     def write(self, rows: list[dict[str, Any]], quarantined: Sequence[QuarantinedLine] = ()) -> None:
         self.writer.write(rows)
         if self.quarantine is not None:
-            write_quarantine(self.quarantine, self.source, quarantined)
+            self.quarantine.write(quarantined)
         elif quarantined:
-            raise ValueError(f"{self.source}: quarantined lines but no quarantine file")
+            raise ValueError(f"{self.writer.target}: quarantined lines but no quarantine file")
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.quarantine is not None:
+            self.quarantine.close()
+
+    def abandon(self) -> None:
+        """Close both files after a failure without raising again: the first error is the one to tell."""
+        self.writer.abandon()
+        if self.quarantine is not None:
+            self.quarantine.abandon()
 
 
 class FileRun:
@@ -85,22 +98,35 @@ class FileRun:
         done = finished_marker(self.report_path, outputs, self.fingerprint, self.source)
         if done is None:
             return None
-        return self._report(True, done[self.count_name], PipelineStats.from_dict(done["stats"]))
+        try:
+            return self._report(True, int(done[self.count_name]), PipelineStats.from_dict(done["stats"]))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            log.warning("%s: not a whole report (%r); its file is done again", self.report_path, error)
+            return None
 
     @contextmanager
     def writing(self, schema: pa.Schema, metadata: dict[str, str], stats: PipelineStats) -> Iterator[RowSink]:
-        """A sink for the rows; the outputs replace earlier ones only if the block finishes."""
+        """A sink for the rows; the outputs replace earlier ones only if the block finishes. After a failure
+        (a full disk, say) the earlier outputs stay as they were, no partial file is left, and the error
+        raised is the first one, not one from cleaning up after it."""
         with ExitStack() as stack:
             rows_tmp = stack.enter_context(atomic_path(self.rows_path))
             quarantine = None
             if self.quarantine_path is not None:
                 quarantine_tmp = stack.enter_context(atomic_path(self.quarantine_path))
-                quarantine = stack.enter_context(quarantine_tmp.open("wb"))
-            sink = RowSink(RowWriter(rows_tmp, schema, metadata), self.source.name, quarantine, stats)
+                quarantine = QuarantineWriter(quarantine_tmp, self.source.name, self.quarantine_path)
+            try:
+                sink = RowSink(RowWriter(rows_tmp, schema, metadata, self.rows_path), quarantine, stats)
+            except BaseException:
+                if quarantine is not None:
+                    quarantine.abandon()
+                raise
             try:
                 yield sink
-            finally:
-                sink.writer.close()
+                sink.close()
+            except BaseException:
+                sink.abandon()
+                raise
 
     def finish(self, sink: RowSink, fields: dict[str, Any]) -> FileReport:
         """Write the report that marks the file finished; `fields` adds what this kind of run records."""

@@ -19,7 +19,8 @@ import numpy as np
 from datasketch import LeanMinHash, MinHash, MinHashLSH
 
 from knowref60k.core.config import PrepareConfig
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import StorageError, UserError
+from knowref60k.core.io import storage_errors
 
 MINHASH_SEED = 1
 # Named explicitly: stored signatures (uint32 each) must be read back with the scheme that made them.
@@ -79,8 +80,12 @@ class DedupIndex:
 
     def __init__(self, path: Path, config: PrepareConfig) -> None:
         self.config = config
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
+        with storage_errors(path.parent, "create the folder"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(path)
+        except sqlite3.OperationalError as error:
+            raise StorageError(f"cannot open the de-duplication index {path}: {error}") from None
         try:
             self.db.executescript(_SCHEMA)
             self._check_settings(path)

@@ -6,7 +6,8 @@ Adding a stage is one new module in `stages/` plus one line in `STAGES`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.config import PrepareConfig
-from knowref60k.core.errors import UserError
-from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows
+from knowref60k.core.errors import StorageError, UserError
+from knowref60k.core.io import (
+    CANDIDATE_SCHEMA,
+    ITEM_SCHEMA,
+    atomic_path,
+    distinct_files,
+    read_rows,
+    storage_errors,
+)
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
@@ -52,6 +60,24 @@ def items_stem(candidates_path: Path) -> str:
     return name[: -len(CANDIDATES_SUFFIX)] if name.endswith(CANDIDATES_SUFFIX) else candidates_path.stem
 
 
+def candidate_files(paths: Iterable[Path]) -> list[Path]:
+    """The candidates files to prepare: a file given twice (or by two spellings) once, since preparing it
+    again would count its items twice; different files that would write the same items file (a/RC_x and
+    b/RC_x) are refused, since the second would replace the first's items."""
+    files = distinct_files(paths)
+    by_stem: dict[str, list[Path]] = {}
+    for path in files:
+        by_stem.setdefault(items_stem(path), []).append(path)
+    clashes = {stem: group for stem, group in by_stem.items() if len(group) > 1}
+    if clashes:
+        listed = "; ".join(f"{stem}.*: {', '.join(map(str, group))}" for stem, group in clashes.items())
+        raise UserError(
+            f"candidates files would write the same items files ({listed}); rename one, or prepare them "
+            "into different --out folders"
+        )
+    return files
+
+
 def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
     return read_rows(path, CANDIDATE_SCHEMA.names, "candidates")
 
@@ -65,8 +91,9 @@ def validity_threshold(config: PrepareConfig) -> float:
 
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:
     """The candidates set aside by score, as a candidates file (an empty one when there are none)."""
-    with atomic_path(path) as temporary:
-        pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), temporary, compression="zstd")
+    table = pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA)
+    with atomic_path(path) as temporary, storage_errors(path):
+        pq.write_table(table, temporary, compression="zstd")
 
 
 def prepare_fingerprint(config: PrepareConfig) -> str:
@@ -124,6 +151,9 @@ class Preparer:
                 set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
                 write_set_aside(out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet", set_aside)
             self.index.commit()
+        except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
+            self.index.rollback()
+            raise StorageError(f"cannot write the de-duplication index {self.index_path}: {error}") from None
         except BaseException:
             self.index.rollback()
             raise

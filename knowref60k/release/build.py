@@ -22,7 +22,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import file_sha256, read_rows
+from knowref60k.core.io import (
+    file_sha256,
+    output_folder,
+    read_report,
+    read_rows,
+    read_table,
+    storage_errors,
+)
 from knowref60k.core.stats import PipelineStats, merge_stats
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.labelling.decisions import CHOICES, KEPT, RESOLUTION
@@ -64,6 +71,25 @@ VOTE_COLUMNS = (
     "updated_at",
     "simulated",
 )
+# What a release reads of an item (`release_row`).
+ITEM_COLUMNS = (
+    "candidate_id",
+    "perturbed_sentence",
+    "name1",
+    "name1_start",
+    "name1_end",
+    "name2",
+    "name2_start",
+    "name2_end",
+    "pronoun",
+    "perturbed_pronoun_start",
+    "perturbed_pronoun_end",
+    "comment_id",
+    "link_id",
+    "subreddit",
+    "created_utc",
+    "source_file",
+)
 
 
 def check_version(version: str) -> str:
@@ -94,7 +120,8 @@ class ReleaseInputs:
 
 
 def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
-    """Items, votes and the funnel's stats of one pipeline folder (candidates/, items/)."""
+    """Items, votes and the funnel's stats of one pipeline folder (candidates/, items/); a file among them
+    that is damaged or not ours is a UserError naming it."""
     items_files = sorted((run_dir / "items").glob("*.items.parquet"))
     stats_files = sorted((run_dir / "candidates").glob("*.stats.json"))
     if not items_files or not stats_files:
@@ -103,35 +130,52 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         )
     if not votes_path.is_file():
         raise UserError(f"votes not found: {votes_path} (run `knowref60k annotate collect` first)")
-    items: dict[str, dict[str, Any]] = {}
-    seeds = set()
-    for path in items_files:
-        table = pq.read_table(path)
-        seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
-        items.update((row["candidate_id"], row) for row in table.to_pylist())
-    extracted = [orjson.loads(path.read_bytes()) for path in stats_files]
-    prepared = [
-        orjson.loads(path.read_bytes()) for path in sorted((run_dir / "items").glob("*.prepare.json"))
-    ]
-    sources = [
-        {
-            "file": report["source_file"],
-            "sha256": report.get("source_sha256"),
-            "size": report["source"]["size"],
-        }
-        for report in extracted
-    ]
+    items, seeds = read_items(items_files)
+    extracted = [extraction_report(path) for path in stats_files]
+    prepared = [prepared_items(path) for path in sorted((run_dir / "items").glob("*.prepare.json"))]
     votes, rejected = read_votes(votes_path, items)
     return ReleaseInputs(
         items=items,
         votes=votes,
         extraction=merge_stats(stats_files),
         candidates=sum(report["candidates"] for report in extracted),
-        unique_items=sum(report["items"] for report in prepared),
-        sources=sources,
+        unique_items=sum(prepared),
+        sources=[
+            {"file": report["source_file"], "sha256": report.get("source_sha256"), "size": report["size"]}
+            for report in extracted
+        ],
         perturbation_seed=",".join(sorted(seeds)),
         rejected_votes=rejected,
     )
+
+
+def read_items(paths: list[Path]) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """Every item of the files by id, and the perturbation seeds they were made with."""
+    items: dict[str, dict[str, Any]] = {}
+    seeds = set()
+    for path in paths:
+        table = read_table(path, "items", ITEM_COLUMNS)
+        seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
+        items.update((row["candidate_id"], row) for row in table.to_pylist())
+    return items, seeds
+
+
+def extraction_report(path: Path) -> dict[str, Any]:
+    """What the release reads of an extraction's stats report, its numbers checked: a UserError naming
+    the file when one is missing or not a whole number."""
+    report = read_report(path, "stats report", ("source_file", "source", "candidates"))
+    size = report["source"].get("size") if isinstance(report["source"], dict) else None
+    if type(size) is not int or type(report["candidates"]) is not int:
+        raise UserError(f"{path}: not a stats report: 'candidates' or the source's 'size' is not a number")
+    return {**report, "size": size}
+
+
+def prepared_items(path: Path) -> int:
+    """The number of items a prepare report counts; a UserError naming the file when it has none."""
+    items = read_report(path, "prepare report", ("items",))["items"]
+    if type(items) is not int:
+        raise UserError(f"{path}: not a prepare report: 'items' is {items!r}, not a number")
+    return items
 
 
 def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -223,6 +267,7 @@ def build_release(
         raise UserError(
             f"release {version} exists at {target}: releases are never overwritten, pick a new version"
         )
+    output_folder(releases_dir)
     inputs = read_inputs(run_dir, votes_path)
     labelled = label(inputs.items, inputs.votes, config.labelling, opaque, config.control_answers())
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
@@ -234,11 +279,12 @@ def build_release(
     debiased = _debias(rows, config.debias) if config.debias else None
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    (staging / "data").mkdir(parents=True)
     try:
-        contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
-        _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
-        os.rename(staging, target)
+        with storage_errors(target, "write the release"):
+            (staging / "data").mkdir(parents=True)
+            contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
+            _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
+            os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     simulated = contents.simulated_votes > 0
