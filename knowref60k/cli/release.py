@@ -65,7 +65,6 @@ def release(
 
     with user_errors():
         check_version(version)  # before the overlap index and the votes are read
-        output_folder(out)
         labelling = load_labelling_config(
             config_file,
             keep_at_least=keep_at_least,
@@ -76,6 +75,7 @@ def release(
         config = ReleaseConfig(
             labelling, proportions=split_shares(split_proportions), debias=debias_features if debias else None
         )
+        output_folder(out)  # created only once every option is known to be good
         audit = overlap_audit(overlap_index, benchmarks, model) if overlap_index else None
         made = build_release(run, votes, version, out, config, audit)
     _print_release(made, debias_features if debias else None)
