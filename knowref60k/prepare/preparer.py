@@ -5,6 +5,7 @@ Adding a stage is one new module in `stages/` plus one line in `STAGES`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -31,7 +32,7 @@ from knowref60k.core.stats import PipelineStats
 from knowref60k.core.validity_model import operating_point
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
-from knowref60k.prepare.dedup import DedupIndex
+from knowref60k.prepare.dedup import SAME_ID, DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.perturb import Perturb
 from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
@@ -141,7 +142,8 @@ class Preparer:
         if finished is not None:
             return finished
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.seed": str(self.config.seed)}
-        stages = [stage(self.context) for stage in STAGES]
+        context = dataclasses.replace(self.context, input_name=items_stem(candidates_path))
+        stages = [stage(context) for stage in STAGES]
         try:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
                 for item in chain(stages, read_candidates(candidates_path)):
@@ -157,6 +159,26 @@ class Preparer:
         except BaseException:
             self.index.rollback()
             raise
-        report = run.finish(sink, {"config": self.config.to_dict(), "index": str(self.index_path)})
+        origins = same_id_origins(candidates_path, stages)
+        report = run.finish(
+            sink,
+            {"config": self.config.to_dict(), "index": str(self.index_path), "same_id_duplicates": origins},
+        )
         log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
         return report
+
+
+def same_id_origins(candidates_path: Path, stages: Iterable[Stage[Any, Any]]) -> dict[str, int]:
+    """Candidates left out because their very id was already kept, by the input that kept it; each such
+    input is also logged, since a copy of a candidates file under another name is likely a mistake."""
+    dedup = next(stage for stage in stages if isinstance(stage, Deduplicate))
+    origins = dict(sorted(dedup.same_id_origins.items()))
+    for origin, count in origins.items():
+        log.warning(
+            "%s: %d candidates have the id of an item already kept from %s: left out as %s_duplicate",
+            candidates_path.name,
+            count,
+            "this file earlier in the run" if origin == items_stem(candidates_path) else origin,
+            SAME_ID,
+        )
+    return origins

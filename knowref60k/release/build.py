@@ -8,6 +8,7 @@ clock (its date is the newest vote's), and an existing version is never overwrit
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -46,6 +47,8 @@ from knowref60k.release.splits import SPLITS, split_of
 
 if TYPE_CHECKING:
     from knowref60k.debias.report import Analysis
+
+log = logging.getLogger(__name__)
 
 SHARD_ROWS = 100_000
 # What has passed each early extraction stage, as the release funnel shows it.
@@ -132,14 +135,17 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         raise UserError(f"votes not found: {votes_path} (run `knowref60k annotate collect` first)")
     items, seeds = read_items(items_files)
     extracted = [extraction_report(path) for path in stats_files]
-    prepared = [prepared_items(path) for path in sorted((run_dir / "items").glob("*.prepare.json"))]
+    # Read to refuse a damaged report; not summed: two items files may hold the same ids (a candidates
+    # file prepared under two names), and the funnel counts each item once, by id.
+    for path in sorted((run_dir / "items").glob("*.prepare.json")):
+        prepared_items(path)
     votes, rejected = read_votes(votes_path, items)
     return ReleaseInputs(
         items=items,
         votes=votes,
         extraction=merge_stats(stats_files),
         candidates=sum(report["candidates"] for report in extracted),
-        unique_items=sum(prepared),
+        unique_items=len(items),
         sources=[
             {"file": report["source_file"], "sha256": report.get("source_sha256"), "size": report["size"]}
             for report in extracted
@@ -150,13 +156,22 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
 
 
 def read_items(paths: list[Path]) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """Every item of the files by id, and the perturbation seeds they were made with."""
+    """Every item of the files by id, and the perturbation seeds they were made with. An id read twice
+    (a candidates file prepared under two names) is one item, with a warning naming the files."""
     items: dict[str, dict[str, Any]] = {}
     seeds = set()
+    repeated: Counter[str] = Counter()
     for path in paths:
         table = read_table(path, "items", ITEM_COLUMNS)
         seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
-        items.update((row["candidate_id"], row) for row in table.to_pylist())
+        for row in table.to_pylist():
+            repeated[path.name] += row["candidate_id"] in items
+            items[row["candidate_id"]] = row
+    if repeated.total():
+        log.warning(
+            "items with the id of an item already read, each id released once: %s",
+            ", ".join(f"{name} {count}" for name, count in repeated.items() if count),
+        )
     return items, seeds
 
 

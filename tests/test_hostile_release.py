@@ -1,0 +1,107 @@
+"""Hostile inputs and accidents around prepare, releases and worker processes, each test named after
+what it protects: a candidates file given again under another name, a damaged release, a killed parent
+with workers still running. Small synthetic inputs and in-process commands, except the SIGKILL test."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+from typer.testing import CliRunner, Result
+
+from knowref60k.cli.app import app
+from knowref60k.core.config import PrepareConfig
+from knowref60k.prepare.dedup import DedupIndex
+from tests.test_prepare import candidates_file, handmade
+from tests.test_release import synthetic_run
+
+SENTENCE = "Paul met Mary on the first day, but she left early."
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def candidates(path: Path, count: int = 3) -> Path:
+    rows = [
+        handmade(SENTENCE.replace("first", f"day {n} of the"), "Paul", "Mary", "she", "female", f"c{n}")
+        for n in range(count)
+    ]
+    return candidates_file(path, rows)
+
+
+def items_report(out: Path, stem: str) -> dict[str, object]:
+    return dict(orjson.loads((out / f"{stem}.prepare.json").read_bytes()))
+
+
+# D3: the same candidates under two file names ----------------------------------------------------------
+
+
+def test_a_copy_of_a_candidates_file_under_another_name_gives_no_second_items(tmp_path: Path) -> None:
+    first = candidates(tmp_path / "c" / "RC_a.candidates.parquet")
+    copy = shutil.copy(first, tmp_path / "c" / "RC_b.candidates.parquet")
+    out = tmp_path / "items"
+    result = cli("prepare", str(first), str(copy), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert pq.read_table(out / "RC_a.items.parquet").num_rows == 3
+    assert pq.read_table(out / "RC_b.items.parquet").num_rows == 0
+    report = items_report(out, "RC_b")
+    assert report["stats"]["stages"]["dedup"]["dropped"] == {"same_id_duplicate": 3}  # type: ignore[index]
+    assert report["same_id_duplicates"] == {"RC_a": 3}
+    with DedupIndex(out / "dedup-index.sqlite", PrepareConfig()) as index:
+        assert index.repeats_of("c0") == [{"input_name": "RC_b", "kept_input": "RC_a"}]
+    # The same file prepared again (its report gone, so it is not skipped) keeps its own items.
+    (out / "RC_a.prepare.json").unlink()
+    assert cli("prepare", str(first), "--out", str(out)).exit_code == 0
+    assert pq.read_table(out / "RC_a.items.parquet").num_rows == 3
+    assert items_report(out, "RC_a")["stats"]["stages"]["dedup"]["dropped"] == {}  # type: ignore[index]
+
+
+def test_the_same_id_twice_in_one_candidates_file_is_one_item(tmp_path: Path) -> None:
+    rows = [handmade(SENTENCE, "Paul", "Mary", "she", "female", "c0")] * 2
+    source = candidates_file(tmp_path / "c" / "RC_a.candidates.parquet", rows)
+    out = tmp_path / "items"
+    assert cli("prepare", str(source), "--out", str(out)).exit_code == 0
+    assert pq.read_table(out / "RC_a.items.parquet").column("candidate_id").to_pylist() == ["c0"]
+    assert items_report(out, "RC_a")["same_id_duplicates"] == {"RC_a": 1}
+
+
+def test_an_index_from_before_inputs_were_recorded_still_reruns_its_files(tmp_path: Path) -> None:
+    source = candidates(tmp_path / "c" / "RC_a.candidates.parquet")
+    out = tmp_path / "items"
+    assert cli("prepare", str(source), "--out", str(out)).exit_code == 0
+    with sqlite3.connect(out / "dedup-index.sqlite") as db:  # as an older index has it: no input column
+        columns = {row[1] for row in db.execute("PRAGMA table_info(kept)")}
+        if "input_name" in columns:
+            db.execute("ALTER TABLE kept DROP COLUMN input_name")
+    (out / "RC_a.prepare.json").unlink()
+    copy = shutil.copy(source, tmp_path / "c" / "RC_b.candidates.parquet")
+    assert cli("prepare", str(source), str(copy), "--out", str(out)).exit_code == 0
+    assert pq.read_table(out / "RC_a.items.parquet").num_rows == 3
+    assert pq.read_table(out / "RC_b.items.parquet").num_rows == 0
+
+
+def test_release_counts_unique_items_by_id_when_two_items_files_hold_the_same(tmp_path: Path) -> None:
+    run = synthetic_run(tmp_path / "run", {"t3_a": 3})
+    items = run / "items"
+    shutil.copy(items / "RC_2099-01.items.parquet", items / "RC_2099-01-copy.items.parquet")
+    for stem in ("RC_2099-01", "RC_2099-01-copy"):
+        (items / f"{stem}.prepare.json").write_bytes(orjson.dumps({"items": 3}))
+    result = cli(
+        "release",
+        "--run",
+        str(run),
+        "--votes",
+        str(run / "votes.parquet"),
+        "--out",
+        str(tmp_path / "r"),
+        "--version",
+        "v1",
+    )
+    assert result.exit_code == 0, result.output
+    manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
+    assert manifest["funnel"]["unique items"] == 3
+    assert sum(manifest["splits"].values()) == 3
