@@ -4,17 +4,24 @@ with workers still running. Small synthetic inputs and in-process commands, exce
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 from pathlib import Path
 
 import orjson
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner, Result
 
+import knowref60k
 from knowref60k.cli.app import app
 from knowref60k.core.config import PrepareConfig
+from knowref60k.core.errors import UserError
 from knowref60k.prepare.dedup import DedupIndex
+from knowref60k.release.build import build_release
+from tests.test_hostile_io import one_line_error
 from tests.test_prepare import candidates_file, handmade
 from tests.test_release import synthetic_run
 
@@ -105,3 +112,90 @@ def test_release_counts_unique_items_by_id_when_two_items_files_hold_the_same(tm
     manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
     assert manifest["funnel"]["unique items"] == 3
     assert sum(manifest["splits"].values()) == 3
+
+
+# D4: a damaged release -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small release with a shard in every split (30 threads of 2 items), built once."""
+    folder = tmp_path_factory.mktemp("release")
+    run = synthetic_run(folder / "run", {f"t3_{n}": 2 for n in range(30)})
+    return build_release(run, run / "votes.parquet", "v1", folder / "releases").path
+
+
+@pytest.fixture
+def release(built_release: Path, tmp_path: Path) -> Path:
+    """A copy of the built release, this test's to damage."""
+    return Path(shutil.copytree(built_release, tmp_path / "v1"))
+
+
+def shard(release: Path, split: str) -> Path:
+    (path,) = (release / "data").glob(f"{split}-*.parquet")
+    return path
+
+
+def test_a_deleted_shard_is_an_error_naming_it_not_an_empty_split(release: Path) -> None:
+    test_shard = shard(release, "test")
+    assert knowref60k.load_release(release, "test").num_rows > 0
+    test_shard.unlink()
+    name = test_shard.relative_to(release).as_posix()
+    with pytest.raises(UserError, match=rf"{re.escape(name)}: missing"):
+        knowref60k.load_release(release, "test")
+    result = cli("stats", str(release))
+    line = one_line_error(result, name, "missing")
+    assert "1 file(s)" in line
+    assert f"{name}: " in result.output and "DAMAGED, missing" in result.output
+
+
+def test_a_truncated_shard_is_an_error_naming_it(release: Path) -> None:
+    train = shard(release, "train")
+    train.write_bytes(train.read_bytes()[: train.stat().st_size // 2])
+    name = train.relative_to(release).as_posix()
+    with pytest.raises(UserError, match=rf"{re.escape(name)}: not a readable Parquet file"):
+        knowref60k.load_release(release, "train")
+    one_line_error(cli("stats", str(release)), name, "not a readable Parquet file")
+
+
+def test_a_shard_with_fewer_rows_than_the_manifest_says_is_an_error(release: Path) -> None:
+    train = shard(release, "train")
+    table = pq.read_table(train)
+    pq.write_table(table.slice(0, table.num_rows - 1), train)
+    name = train.relative_to(release).as_posix()
+    wanted = f"{name}: {table.num_rows - 1} rows where the manifest says {table.num_rows}"
+    with pytest.raises(UserError, match=re.escape(wanted)):
+        knowref60k.load_release(release, "train")
+    one_line_error(cli("stats", str(release)), wanted)
+
+
+def test_a_changed_shard_with_the_same_rows_fails_verification(release: Path) -> None:
+    train = shard(release, "train")
+    table = pq.read_table(train)
+    flipped = table.set_column(
+        table.schema.get_field_index("label"),
+        table.schema.field("label"),
+        pc.subtract(1, table.column("label")),
+    )
+    pq.write_table(flipped, train)
+    name = train.relative_to(release).as_posix()
+    assert knowref60k.load_release(release, "train").num_rows == table.num_rows  # rows only, by default
+    with pytest.raises(UserError, match=rf"{re.escape(name)}: sha256 differs"):
+        knowref60k.load_release(release, "train", verify=True)
+    assert cli("stats", str(release)).exit_code == 0
+    one_line_error(cli("stats", str(release), "--verify"), name, "sha256 differs")
+
+
+def test_a_stray_shard_not_in_the_manifest_is_not_loaded_silently(release: Path) -> None:
+    test_shard = shard(release, "test")
+    shutil.copy(test_shard, release / "data" / "test-00001-of-00002.parquet")
+    with pytest.raises(UserError, match=r"data/test-00001-of-00002\.parquet: not in the manifest"):
+        knowref60k.load_release(release, "test")
+
+
+def test_stats_of_an_intact_release_checks_every_file(release: Path) -> None:
+    result = cli("stats", str(release), "--verify")
+    assert result.exit_code == 0, result.output
+    manifest = orjson.loads((release / "manifest.json").read_bytes())
+    assert f"files: {len(manifest['files'])} present, as the manifest says (rows and sha256)" in result.output
+    assert "DAMAGED" not in result.output

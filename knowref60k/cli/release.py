@@ -13,6 +13,7 @@ from knowref60k.cli.common import (
     BenchmarksOption,
     ModelOption,
     console,
+    fail,
     user_errors,
 )
 from knowref60k.cli.overlap import overlap_audit
@@ -123,17 +124,32 @@ def _print_agreement(summary: dict[str, Any]) -> None:
     )
 
 
-def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> None:
-    """Summarise a release: splits, agreement, files."""
-    from knowref60k.release.load import read_manifest
+VerifyOption = Annotated[
+    bool, typer.Option("--verify", help="Also check every file's sha256 against the manifest (reads it all).")
+]
+
+
+def stats(
+    path: Annotated[Path, typer.Argument(help="A release folder.")], verify: VerifyOption = False
+) -> None:
+    """Summarise a release: splits, agreement, files, each checked against the manifest (present, its
+    rows; with --verify its sha256); a damaged release ends in one error line naming the files."""
+    from knowref60k.release.load import check_files, damaged, manifest_files, read_manifest
 
     with user_errors():
         manifest = read_manifest(path)
+        checks = check_files(path, manifest_files(manifest, path), verify)
     if "warning" in manifest:
         console.print(manifest["warning"], style="bold yellow")
     console.print(f"{manifest['name']} {manifest['version']} (created {manifest['created']})")
     console.print(f"splits: {manifest['splits']}")
     _print_agreement(manifest["agreement"])
-    for entry in manifest["files"]:
-        rows = f"{entry['rows']:,} rows" if entry["rows"] is not None else "not a table"
-        console.print(f"  {entry['path']}: {rows}, sha256 {entry['sha256'][:16]}...")
+    for check in checks:
+        rows = f"{check.rows:,} rows" if check.rows is not None else "not a table"
+        state = f": DAMAGED, {check.problem}" if check.problem else ""
+        console.print(f"  {check.path}: {rows}, sha256 {(check.sha256 or '?')[:16]}...{state}")
+    problem = damaged(path, checks)
+    if problem:
+        raise fail(problem)
+    checked = "rows and sha256" if verify else "rows; sha256 not checked (--verify)"
+    console.print(f"files: {len(checks)} present, as the manifest says ({checked})")
