@@ -1,13 +1,19 @@
 """Hostile inputs and accidents around prepare, releases and worker processes, each test named after
 what it protects: a candidates file given again under another name, a damaged release, a killed parent
-with workers still running. Small synthetic inputs and in-process commands, except the SIGKILL test."""
+with workers still running. Small synthetic inputs and in-process commands, except the SIGKILL tests."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
+from subprocess import DEVNULL
 
 import orjson
 import pyarrow.compute as pc
@@ -19,8 +25,10 @@ import knowref60k
 from knowref60k.cli.app import app
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import UserError
+from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
 from knowref60k.prepare.dedup import DedupIndex
 from knowref60k.release.build import build_release
+from tests.conftest import REPO, shared_file, wait_for
 from tests.test_hostile_io import one_line_error
 from tests.test_prepare import candidates_file, handmade
 from tests.test_release import synthetic_run
@@ -199,3 +207,104 @@ def test_stats_of_an_intact_release_checks_every_file(release: Path) -> None:
     manifest = orjson.loads((release / "manifest.json").read_bytes())
     assert f"files: {len(manifest['files'])} present, as the manifest says (rows and sha256)" in result.output
     assert "DAMAGED" not in result.output
+
+
+# D14: a SIGKILLed parent leaves no worker behind ---------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of `pid`, from /proc (every thread's list: a child belongs to the thread
+    that started it)."""
+    found = []
+    for tasks in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):  # the thread or the process ended meanwhile
+            found += [int(child) for child in tasks.read_text().split()]
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    pending = children(pid)
+    while pending:
+        child = pending.pop()
+        found.add(child)
+        pending += children(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, or stopped, but neither gone nor a zombie (a dead process its new parent has not reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in {"Z", "X"}
+
+
+def dump_with_bad_lines(path: Path, lines: int, every: int) -> Path:
+    """Real comments, with an unparseable line after every `every`-th: the quarantine file is written as
+    soon as the first results come back from the workers, so it shows their model is loaded."""
+    source = shared_file("data/reddit/RC_sample_1M.zst")
+    with open_input(source) as (_raw, stream), path.open("wb") as out:
+        for chunk in iter_line_chunks(stream, source.name):
+            for number, line in iter_lines(chunk):
+                if number > lines:
+                    return path
+                out.write(line + b"\n")
+                if number % every == 0:
+                    out.write(b'{"id": "bad-%d", "body": "cut\n' % number)
+    return path
+
+
+@pytest.mark.integration
+def test_sigkill_of_extract_leaves_no_worker_or_resource_tracker_running(tmp_path: Path) -> None:
+    dump = dump_with_bad_lines(tmp_path / "RC_killed.ndjson", 60_000, every=50)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "knowref60k", "extract", str(dump), "--out", str(out), "--workers", "2"]
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        command, cwd=REPO, env=environment, start_new_session=True, stdout=DEVNULL, stderr=DEVNULL
+    )
+    try:
+        quarantine = out / ".RC_killed.quarantine.jsonl.partial"
+        # The first chunks are done: both workers have loaded the model and work on the next ones.
+        wait_for(lambda: quarantine.exists() and quarantine.stat().st_size > 0, 300, "the first results")
+        started = descendants(process.pid)  # two workers and multiprocessing's resource tracker
+        assert process.poll() is None and len(started) >= 3, started
+        os.kill(process.pid, signal.SIGKILL)  # the parent alone: nothing can tell the workers
+        process.wait()
+        wait_for(lambda: not [pid for pid in started if alive(pid)], 10, "the workers to end")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # whatever is left of the group, by its id
+    assert not [pid for pid in started if alive(pid)]
+
+
+# Workers blocked in a task that never ends (an Event nobody sets): only their parent's death can stop them.
+BLOCKED_POOL = """
+import threading
+from knowref60k.core.parallel import WorkerPool
+with WorkerPool(2, threading.Event) as pool:
+    for _ in pool.map("wait", [(600,)] * 4):
+        pass
+"""
+
+
+def test_sigkill_of_a_worker_pools_parent_ends_its_workers_whatever_they_do(tmp_path: Path) -> None:
+    """The pool of `extract` and `overlap index` without a model: fast enough for every test run."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", BLOCKED_POOL], cwd=tmp_path, env=environment, start_new_session=True
+    )
+    try:
+        # Both workers and the resource tracker exist; the workers may still be starting.
+        started: set[int] = wait_for(
+            lambda: found if len(found := descendants(process.pid)) >= 3 else None, 60, "the workers to start"
+        )
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        wait_for(lambda: not [pid for pid in started if alive(pid)], 10, "the workers to end")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert not [pid for pid in started if alive(pid)]
