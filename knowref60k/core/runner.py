@@ -23,8 +23,10 @@ from knowref60k.core.io import (
     atomic_path,
     finished_marker,
     source_identity,
+    storage_errors,
     write_json_atomic,
 )
+from knowref60k.core.locks import exclusive_lock
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stats import PipelineStats
 
@@ -84,6 +86,7 @@ class FileRun:
         fingerprint: str,
         count_name: str,
         quarantine_path: Path | None = None,
+        lock_path: Path | None = None,
     ) -> None:
         self.source = source
         self.rows_path = rows_path
@@ -91,6 +94,17 @@ class FileRun:
         self.quarantine_path = quarantine_path
         self.fingerprint = fingerprint
         self.count_name = count_name  # what the report calls its rows: "candidates", "items"
+        self.lock_path = lock_path or report_path.with_name(f".{report_path.name}.lock")
+
+    @contextmanager
+    def claimed(self) -> Iterator[None]:
+        """The outputs held against every other run, from the "already finished?" check to the written
+        report: two runs into one folder would write the same `.partial` files and leave one run's rows
+        beside the other's report. A second run fails at once (OutputsBusy), naming the first's pid."""
+        with storage_errors(self.lock_path.parent, "create the folder"):
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive_lock(self.lock_path, f"{self.rows_path} (with its report)"):
+            yield
 
     def finished(self) -> FileReport | None:
         """The report of an earlier run with the same fingerprint and an unchanged source, if any."""

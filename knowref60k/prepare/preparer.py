@@ -25,7 +25,7 @@ from knowref60k.core.io import (
     storage_errors,
 )
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
-from knowref60k.core.runner import FileReport, FileRun
+from knowref60k.core.runner import FileReport, FileRun, RowSink
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.validity_model import operating_point
@@ -130,26 +130,36 @@ class Preparer:
             self.fingerprint,
             "items",
             out_dir / f"{stem}.invalid-candidates.jsonl",
+            lock_path=out_dir / f".{stem}.lock",
         )
 
     def prepare_file(self, candidates_path: Path, out_dir: Path) -> FileReport:
-        """Items of one candidates file; a file already prepared with this config and code is skipped."""
+        """Items of one candidates file; a file already prepared with this config and code is skipped.
+        Another run writing the same outputs now is an OutputsBusy error, raised before any work."""
         if not candidates_path.is_file():
             raise UserError(f"candidates file not found: {candidates_path}")
         run = self.file_run(candidates_path, out_dir)
-        finished = run.finished()
-        if finished is not None:
-            return finished
+        with run.claimed():
+            finished = run.finished()
+            if finished is not None:
+                return finished
+            sink = self._prepare(run, out_dir)
+            report = run.finish(sink, {"config": self.config.to_dict(), "index": str(self.index_path)})
+        log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
+        return report
+
+    def _prepare(self, run: FileRun, out_dir: Path) -> RowSink:
+        """The items of `run.source` written, and the index's decisions committed with them."""
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.seed": str(self.config.seed)}
         stages = [stage(self.context) for stage in STAGES]
         try:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
-                for item in chain(stages, read_candidates(candidates_path)):
+                for item in chain(stages, read_candidates(run.source)):
                     sink.write([item])
                 sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
                 set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
-                write_set_aside(out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet", set_aside)
+                write_set_aside(out_dir / f"{items_stem(run.source)}.below-threshold.parquet", set_aside)
             self.index.commit()
         except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
             self.index.rollback()
@@ -157,6 +167,4 @@ class Preparer:
         except BaseException:
             self.index.rollback()
             raise
-        report = run.finish(sink, {"config": self.config.to_dict(), "index": str(self.index_path)})
-        log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
-        return report
+        return sink

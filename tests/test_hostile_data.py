@@ -1,0 +1,106 @@
+"""Hostile data around the completion marker, each test named after what it protects: two runs into one
+folder, a dump that grows while it is read, same-named inputs from two folders, outputs damaged after a
+run. Small synthetic inputs and in-process commands; a second run "at the same time" is started from
+inside the first (a hook on its reading), which is what a lock must stop, without a clock."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import Result
+
+from knowref60k.core.config import ExtractConfig
+from tests.test_hostile_io import candidates, cli, one_line_error
+
+BODY = "Paul met Mary on the first day, but she left early."
+
+
+def prepared(source: Path, out: Path, *options: str) -> Result:
+    return cli("prepare", str(source), "--out", str(out), *options)
+
+
+def report(path: Path) -> dict[str, Any]:
+    return dict(orjson.loads(path.read_bytes()))
+
+
+def fingerprint_of(parquet: Path) -> str:
+    return pq.read_schema(parquet).metadata[b"knowref60k.fingerprint"].decode()
+
+
+@pytest.fixture(scope="module")
+def spacy_extractor() -> Iterator[Any]:
+    """One in-process extractor for the integration tests here: the spaCy model loads once."""
+    from knowref60k.extract.extractor import Extractor
+
+    with Extractor(ExtractConfig(), workers=1) as extractor:
+        extractor.load_here()
+        yield extractor
+
+
+def comments_dump(path: Path, lines: int) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = (orjson.dumps({"id": f"c{n}", "body": BODY, "created_utc": 1}) + b"\n" for n in range(lines))
+    path.write_bytes(b"".join(rows))
+    return path
+
+
+# D1: two runs into one output folder ---------------------------------------------------------------
+
+
+def test_a_second_prepare_into_the_same_out_fails_at_once_and_mixes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import knowref60k.prepare.preparer as preparer
+
+    source, out = candidates(tmp_path), tmp_path / "items"
+    second: list[Result] = []
+    reading = preparer.read_candidates
+
+    def read_while_another_starts(path: Path) -> Iterator[dict[str, Any]]:
+        if not second:  # the first run is past its "already done?" check: a second one starts now
+            second.append(prepared(source, out, "--seed", "7"))
+        yield from reading(path)
+
+    monkeypatch.setattr(preparer, "read_candidates", read_while_another_starts)
+    out.mkdir()
+    (out / ".RC_a.lock").write_text("99999\n")  # left by a killed run: its lock died with it
+    first = prepared(source, out)
+    assert first.exit_code == 0, first.output
+    items = out / "RC_a.items.parquet"
+    one_line_error(second[0], str(items), f"pid {os.getpid()}", "another run")
+    marker = report(out / "RC_a.prepare.json")
+    assert marker["items"] == 3 and marker["config"]["seed"] != 7
+    assert marker["fingerprint"] == fingerprint_of(items)
+    assert not list(out.glob(".RC_a.*"))  # neither a lock file nor a .partial left behind
+
+
+@pytest.mark.integration
+def test_a_second_extract_into_the_same_out_fails_at_once_and_mixes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spacy_extractor: Any
+) -> None:
+    import knowref60k.extract.extractor as extractor
+
+    dump, out = comments_dump(tmp_path / "in" / "RC_f.ndjson", 5), tmp_path / "c"
+    second: list[Result] = []
+    chunks = extractor.iter_line_chunks
+
+    def read_while_another_starts(*args: Any) -> Iterator[Any]:
+        if not second:  # the brief's `extract ... & extract ... --max-connectives 3`, deterministic
+            second.append(cli("extract", str(dump), "--out", str(out), "--max-connectives", "3"))
+        yield from chunks(*args)
+
+    monkeypatch.setattr(extractor, "iter_line_chunks", read_while_another_starts)
+    first = spacy_extractor.extract_file(dump, out)
+    parquet = out / "RC_f.candidates.parquet"
+    one_line_error(second[0], str(parquet), f"pid {os.getpid()}")
+    stats = report(out / "RC_f.stats.json")
+    assert stats["config"]["max_connectives"] == spacy_extractor.config.max_connectives != 3
+    assert stats["fingerprint"] == fingerprint_of(parquet) == spacy_extractor.fingerprint
+    assert stats["candidates"] == first.rows == pq.read_metadata(parquet).num_rows
+    assert not list(out.glob(".RC_f.*"))
