@@ -104,3 +104,93 @@ def test_a_second_extract_into_the_same_out_fails_at_once_and_mixes_nothing(
     assert stats["fingerprint"] == fingerprint_of(parquet) == spacy_extractor.fingerprint
     assert stats["candidates"] == first.rows == pq.read_metadata(parquet).num_rows
     assert not list(out.glob(".RC_f.*"))
+
+
+# D2: an input that grows while it is read -------------------------------------------------------------
+
+
+def test_candidates_file_replaced_while_prepared_is_not_marked_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import knowref60k.prepare.preparer as preparer
+
+    source, out = candidates(tmp_path, 3), tmp_path / "items"
+    reading = preparer.read_candidates
+
+    def read_then_the_file_grows(path: Path) -> Iterator[dict[str, Any]]:
+        yield from reading(path)
+        candidates(tmp_path, 4)  # the extraction of a longer dump replaces it before the report
+
+    monkeypatch.setattr(preparer, "read_candidates", read_then_the_file_grows)
+    one_line_error(prepared(source, out), str(source), "changed while it was read", "not marked done")
+    assert not (out / "RC_a.prepare.json").exists()
+    monkeypatch.undo()
+    rerun = prepared(source, out)
+    assert rerun.exit_code == 0 and "already done" not in rerun.output, rerun.output
+    assert report(out / "RC_a.prepare.json")["items"] == 4
+
+
+@pytest.mark.integration
+def test_dump_growing_while_extracted_is_not_marked_done_and_the_rerun_reads_it_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spacy_extractor: Any
+) -> None:
+    import knowref60k.extract.extractor as extractor
+    from knowref60k.core.errors import UserError
+    from knowref60k.core.io import file_sha256
+
+    dump, out = comments_dump(tmp_path / "RC_g.ndjson", 4), tmp_path / "c"
+    chunks = extractor.iter_line_chunks
+
+    def a_line_arrives_during_the_read(*args: Any) -> Iterator[Any]:
+        late = orjson.dumps({"id": "late", "body": BODY, "created_utc": 1}) + b"\n"
+        for chunk in chunks(*args):
+            yield chunk
+            if late:  # a download still running adds one more line
+                with dump.open("ab") as handle:
+                    handle.write(late)
+                late = b""
+
+    monkeypatch.setattr(extractor, "iter_line_chunks", a_line_arrives_during_the_read)
+    with pytest.raises(UserError, match=r"changed while it was read .*not marked done"):
+        spacy_extractor.extract_file(dump, out)
+    assert not list(out.glob("RC_g.*"))
+    monkeypatch.undo()
+    rerun = spacy_extractor.extract_file(dump, out)
+    stats = report(out / "RC_g.stats.json")
+    assert not rerun.skipped and stats["stats"]["stages"]["read"]["in"] == 5
+    assert stats["source"]["size"] == dump.stat().st_size and stats["source_sha256"] == file_sha256(dump)
+
+
+def test_watch_leaves_a_dump_that_is_still_growing_for_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import logging
+    from types import SimpleNamespace
+
+    import flows.watch
+    import knowref60k.ingest.ledger
+
+    dumps, out = tmp_path / "dumps", tmp_path / "run"
+    complete, growing = comments_dump(dumps / "RC_a.ndjson", 2), comments_dump(dumps / "RC_b.ndjson", 2)
+    handed_over: list[list[str]] = []
+
+    def pipeline(inputs: list[str], out_dir: str, **_: Any) -> dict[str, Any]:
+        handed_over.append([Path(name).name for name in inputs])
+        stats = Path(out_dir) / "stats.json"
+        stats.write_bytes(b'{"input": {"complete": "yes"}}')
+        return {"extract": {"files": [{"stats_path": str(stats)}]}, "prepare": {"files": []}}
+
+    def settle(seconds: float) -> None:  # RC_b is still being downloaded during the wait
+        with growing.open("ab") as handle:
+            handle.write(b"\n")
+
+    monkeypatch.setattr(flows.watch, "get_run_logger", lambda: logging.getLogger("watch"))
+    monkeypatch.setattr(flows.watch, "pipeline_flow", pipeline)
+    monkeypatch.setattr(knowref60k.ingest.ledger, "time", SimpleNamespace(sleep=settle), raising=False)
+    first = flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
+    assert (first["processed"], handed_over) == ({complete.name: "done"}, [[complete.name]])
+    monkeypatch.setattr(
+        knowref60k.ingest.ledger, "time", SimpleNamespace(sleep=lambda seconds: None), raising=False
+    )
+    second = flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
+    assert second["processed"] == {growing.name: "done"} and handed_over[-1] == [growing.name]

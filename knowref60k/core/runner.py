@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from knowref60k.core.errors import UserError
 from knowref60k.core.io import (
     QuarantineWriter,
     RowWriter,
@@ -75,6 +76,10 @@ class RowSink:
             self.quarantine.abandon()
 
 
+class SourceChanged(UserError):
+    """The input changed while it was read: its outputs describe a file that no longer exists."""
+
+
 class FileRun:
     """The outputs of one input file and the fingerprint they must carry to count as finished."""
 
@@ -95,6 +100,7 @@ class FileRun:
         self.fingerprint = fingerprint
         self.count_name = count_name  # what the report calls its rows: "candidates", "items"
         self.lock_path = lock_path or report_path.with_name(f".{report_path.name}.lock")
+        self.read_identity: dict[str, int] | None = None  # the source as `writing` read it
 
     @contextmanager
     def claimed(self) -> Iterator[None]:
@@ -122,7 +128,10 @@ class FileRun:
     def writing(self, schema: pa.Schema, metadata: dict[str, str], stats: PipelineStats) -> Iterator[RowSink]:
         """A sink for the rows; the outputs replace earlier ones only if the block finishes. After a failure
         (a full disk, say) the earlier outputs stay as they were, no partial file is left, and the error
-        raised is the first one, not one from cleaning up after it."""
+        raised is the first one, not one from cleaning up after it. A source whose size or modification
+        time differs at the end of the block from its start is a SourceChanged error, and nothing is
+        replaced: what the block records about the source (a sha256) must be taken inside it."""
+        before = source_identity(self.source)  # taken before a byte is read: what the report records
         with ExitStack() as stack:
             rows_tmp = stack.enter_context(atomic_path(self.rows_path))
             quarantine = None
@@ -137,17 +146,40 @@ class FileRun:
                 raise
             try:
                 yield sink
+                self._check_unchanged(before)
                 sink.close()
             except BaseException:
                 sink.abandon()
                 raise
+        self.read_identity = before
+
+    def _check_unchanged(self, before: dict[str, int]) -> None:
+        """A source that grew or changed while it was read (a dump still being downloaded or copied)
+        is refused before its outputs replace anything: a report would call it done without its new
+        lines, and record the size of bytes that were never read."""
+        try:
+            after: dict[str, int] | None = source_identity(self.source)
+        except FileNotFoundError:
+            after = None
+        if after == before:
+            return
+        if after is None:
+            change = "removed"
+        elif after["size"] != before["size"]:
+            change = f"{before['size']:,} bytes when its reading began, {after['size']:,} bytes now"
+        else:
+            change = "rewritten: same size, another modification time"
+        raise SourceChanged(
+            f"{self.source} changed while it was read ({change}); not marked done: run again once the "
+            "file is complete"
+        )
 
     def finish(self, sink: RowSink, fields: dict[str, Any]) -> FileReport:
         """Write the report that marks the file finished; `fields` adds what this kind of run records."""
         seconds = time.perf_counter() - sink.started
         report = {
             "source_file": self.source.name,
-            "source": source_identity(self.source),
+            "source": self.read_identity,
             "fingerprint": self.fingerprint,
             self.count_name: sink.writer.rows,
             "seconds": round(seconds, 3),

@@ -158,10 +158,13 @@ class Extractor:
                 if progress:
                     progress(raw.tell(), size)
             completeness = check.report(stream)
+            # Inside the block, which then checks that the source did not change: the sha256 is of the
+            # bytes that were read.
+            sha256 = file_sha256(path)
         if completeness["complete"].startswith("suspect"):
             log.warning("%s: %s", path.name, completeness["complete"])
         return sink, {
-            "source_sha256": file_sha256(path),
+            "source_sha256": sha256,
             "model": self.model_name,
             "model_version": model_version(self.model_name),
             "code_version": __version__,
