@@ -194,3 +194,43 @@ def test_watch_leaves_a_dump_that_is_still_growing_for_the_next_run(
     )
     second = flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
     assert second["processed"] == {growing.name: "done"} and handed_over[-1] == [growing.name]
+
+
+# D5: same-named inputs from two folders, one output folder ---------------------------------------------
+
+
+def test_same_named_candidates_from_another_folder_do_not_replace_finished_items(tmp_path: Path) -> None:
+    first, other, out = candidates(tmp_path / "a", 3), candidates(tmp_path / "b", 2), tmp_path / "items"
+    assert prepared(first, out).exit_code == 0
+    marker = out / "RC_a.prepare.json"
+    one_line_error(prepared(other, out), str(first.resolve()), str(other.resolve()), str(marker))
+    assert report(marker)["items"] == 3 and report(marker)["source_path"] == str(first.resolve())
+    assert "already done" in prepared(first, out).output  # the same file: the normal rerun
+    moved = tmp_path / "moved" / first.name  # the same file moved to another folder is still its source
+    moved.parent.mkdir()
+    first.rename(moved)
+    assert "already done" in prepared(moved, out).output
+
+
+def test_a_marker_without_the_source_path_is_trusted_as_before(tmp_path: Path) -> None:
+    first, other, out = candidates(tmp_path / "a", 3), candidates(tmp_path / "b", 2), tmp_path / "items"
+    assert prepared(first, out).exit_code == 0
+    marker = out / "RC_a.prepare.json"
+    older = {key: value for key, value in report(marker).items() if key != "source_path"}
+    marker.write_bytes(orjson.dumps(older))  # an older run's report: whose outputs they are is unknown
+    assert prepared(other, out).exit_code == 0
+    assert report(marker)["items"] == 2 and report(marker)["source_path"] == str(other.resolve())
+
+
+@pytest.mark.integration
+def test_same_named_dump_from_another_folder_does_not_replace_finished_candidates(
+    tmp_path: Path, spacy_extractor: Any
+) -> None:
+    first = comments_dump(tmp_path / "sa" / "a" / "RC_x.ndjson", 3)
+    other = comments_dump(tmp_path / "sa" / "b" / "RC_x.ndjson", 2)
+    out = tmp_path / "c"
+    spacy_extractor.extract_file(first, out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    result = cli("extract", str(other), "--out", str(out))
+    one_line_error(result, str(first.resolve()), str(other.resolve()))
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before

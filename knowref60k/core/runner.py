@@ -23,6 +23,7 @@ from knowref60k.core.io import (
     RowWriter,
     atomic_path,
     finished_marker,
+    read_report,
     source_identity,
     storage_errors,
     write_json_atomic,
@@ -106,11 +107,35 @@ class FileRun:
     def claimed(self) -> Iterator[None]:
         """The outputs held against every other run, from the "already finished?" check to the written
         report: two runs into one folder would write the same `.partial` files and leave one run's rows
-        beside the other's report. A second run fails at once (OutputsBusy), naming the first's pid."""
+        beside the other's report. A second run fails at once (OutputsBusy), naming the first's pid;
+        so does a run of another file whose outputs would replace this one's finished outputs."""
         with storage_errors(self.lock_path.parent, "create the folder"):
             self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(self.lock_path, f"{self.rows_path} (with its report)"):
+            self._refuse_another_sources_outputs()
             yield
+
+    def _refuse_another_sources_outputs(self) -> None:
+        """A UserError when the outputs are the finished outputs of another file of the same name
+        (`a/RC_x.ndjson` done, now `b/RC_x.ndjson` into the same folder), which this run would replace
+        without a word. The same file moved elsewhere (same size and modification time, its recorded
+        path gone) is the same source; a report without the path (an older run) is trusted as before."""
+        if not self.report_path.exists():
+            return
+        try:
+            report = read_report(self.report_path, "completion marker")
+        except UserError:
+            return  # not a whole report: `finished` says so, and the file is done again
+        recorded, here = report.get("source_path"), str(self.source.resolve())
+        if not isinstance(recorded, str) or recorded == here:
+            return
+        moved = not Path(recorded).exists() and report.get("source") == source_identity(self.source)
+        if not moved:
+            raise UserError(
+                f"{self.rows_path} holds the finished outputs of {recorded}, a different file from {here}: "
+                f"refusing to replace them; write into another folder, or delete {self.report_path} to "
+                "let them be replaced"
+            )
 
     def finished(self) -> FileReport | None:
         """The report of an earlier run with the same fingerprint and an unchanged source, if any."""
@@ -180,6 +205,7 @@ class FileRun:
         report = {
             "source_file": self.source.name,
             "source": self.read_identity,
+            "source_path": str(self.source.resolve()),  # whose outputs these are (see `claimed`)
             "fingerprint": self.fingerprint,
             self.count_name: sink.writer.rows,
             "seconds": round(seconds, 3),
