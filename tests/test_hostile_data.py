@@ -234,3 +234,74 @@ def test_same_named_dump_from_another_folder_does_not_replace_finished_candidate
     result = cli("extract", str(other), "--out", str(out))
     one_line_error(result, str(first.resolve()), str(other.resolve()))
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before
+
+
+# R22: outputs damaged after the marker was written; nothing fsynced ---------------------------------------
+
+
+def zero_bytes(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def one_byte_changed(path: Path) -> None:
+    content = bytearray(path.read_bytes())
+    content[len(content) // 2] ^= 0xFF
+    path.write_bytes(bytes(content))
+
+
+@pytest.mark.parametrize("damage", [zero_bytes, one_byte_changed])
+@pytest.mark.parametrize("output", ["items.parquet", "invalid-candidates.jsonl", "below-threshold.parquet"])
+def test_an_output_damaged_beside_an_intact_marker_is_redone_not_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, output: str, damage: Any
+) -> None:
+    from tests.test_hostile_io import broken_candidates
+
+    source, out = broken_candidates(tmp_path), tmp_path / "items"  # one item, three quarantined rows
+    assert prepared(source, out).exit_code == 0
+    damaged, marker = out / f"RC_a.{output}", out / "RC_a.prepare.json"
+    damage(damaged)
+    rerun = prepared(source, out)
+    assert rerun.exit_code == 0 and "already done" not in rerun.output, rerun.output
+    assert f"{damaged.name} is" in caplog.text and "done again" in caplog.text
+    assert report(marker)["items"] == pq.read_metadata(out / "RC_a.items.parquet").num_rows == 1
+    assert len((out / "RC_a.invalid-candidates.jsonl").read_bytes().splitlines()) == 3
+
+
+@pytest.mark.integration
+def test_a_zero_byte_candidates_file_beside_its_stats_is_extracted_again(
+    tmp_path: Path, spacy_extractor: Any
+) -> None:
+    dump, out = comments_dump(tmp_path / "RC_z.ndjson", 3), tmp_path / "c"
+    first = spacy_extractor.extract_file(dump, out)
+    zero_bytes(first.rows_path)  # a crash after the rename, before the data reached the disk
+    rerun = spacy_extractor.extract_file(dump, out)
+    assert not rerun.skipped and rerun.rows == first.rows == pq.read_metadata(first.rows_path).num_rows
+
+
+def test_outputs_reach_the_disk_before_the_marker_vouches_for_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(descriptor: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{descriptor}")))
+        real_fsync(descriptor)
+
+    def replace(source: Any, target: Any) -> None:
+        events.append(("replace", str(target)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    source, out = candidates(tmp_path), (tmp_path / "items").resolve()
+    assert prepared(source, out).exit_code == 0
+    monkeypatch.undo()
+    names = ["items.parquet", "invalid-candidates.jsonl", "below-threshold.parquet", "prepare.json"]
+    renames = []
+    for name in (f"RC_a.{name}" for name in names):
+        at = events.index(("replace", str(out / name)))
+        assert events[at - 1] == ("fsync", str(out / f".{name}.partial"))  # the data, then the rename
+        assert events[at + 1] == ("fsync", str(out))  # the rename itself
+        renames.append(at)
+    assert renames[-1] > max(renames[:-1])  # the marker last

@@ -23,6 +23,7 @@ from knowref60k.core.io import (
     RowWriter,
     atomic_path,
     finished_marker,
+    output_digests,
     read_report,
     source_identity,
     storage_errors,
@@ -93,6 +94,7 @@ class FileRun:
         count_name: str,
         quarantine_path: Path | None = None,
         lock_path: Path | None = None,
+        extra_outputs: Sequence[Path] = (),
     ) -> None:
         self.source = source
         self.rows_path = rows_path
@@ -102,6 +104,8 @@ class FileRun:
         self.count_name = count_name  # what the report calls its rows: "candidates", "items"
         self.lock_path = lock_path or report_path.with_name(f".{report_path.name}.lock")
         self.read_identity: dict[str, int] | None = None  # the source as `writing` read it
+        # Every file the run writes, each vouched for by its size and sha256 in the report.
+        self.outputs = [path for path in (rows_path, quarantine_path, *extra_outputs) if path is not None]
 
     @contextmanager
     def claimed(self) -> Iterator[None]:
@@ -139,8 +143,7 @@ class FileRun:
 
     def finished(self) -> FileReport | None:
         """The report of an earlier run with the same fingerprint and an unchanged source, if any."""
-        outputs = [path for path in (self.rows_path, self.quarantine_path) if path is not None]
-        done = finished_marker(self.report_path, outputs, self.fingerprint, self.source)
+        done = finished_marker(self.report_path, self.outputs, self.fingerprint, self.source)
         if done is None:
             return None
         try:
@@ -211,6 +214,7 @@ class FileRun:
             "seconds": round(seconds, 3),
             "stats": sink.stats.to_dict(),
             **fields,
+            "outputs": output_digests(self.outputs),  # checked before a rerun skips the file
         }
         write_json_atomic(self.report_path, report)
         return self._report(False, sink.writer.rows, sink.stats, seconds)

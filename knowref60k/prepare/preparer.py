@@ -89,6 +89,10 @@ def validity_threshold(config: PrepareConfig) -> float:
     return operating_point("threshold")
 
 
+def set_aside_path(candidates_path: Path, out_dir: Path) -> Path:
+    return out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet"
+
+
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:
     """The candidates set aside by score, as a candidates file (an empty one when there are none)."""
     table = pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA)
@@ -131,6 +135,7 @@ class Preparer:
             "items",
             out_dir / f"{stem}.invalid-candidates.jsonl",
             lock_path=out_dir / f".{stem}.lock",
+            extra_outputs=[set_aside_path(candidates_path, out_dir)],
         )
 
     def prepare_file(self, candidates_path: Path, out_dir: Path) -> FileReport:
@@ -159,7 +164,7 @@ class Preparer:
                 sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
                 set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
-                write_set_aside(out_dir / f"{items_stem(run.source)}.below-threshold.parquet", set_aside)
+                write_set_aside(set_aside_path(run.source, out_dir), set_aside)
             self.index.commit()
         except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
             self.index.rollback()
