@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -104,16 +105,34 @@ def private_dir(path: Path) -> Path:
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside `path` that replaces it only if the block finishes."""
+    """A temporary path beside `path` that replaces it only if the block finishes. The file is on the
+    disk before it replaces `path`, and the rename is too before this returns (the file, then its folder,
+    fsynced): after a crash or power cut `path` is the old file or the new one whole, never a file of
+    zero bytes, which a completion marker written after it would vouch for."""
     with storage_errors(path.parent, "create the folder"):
         path.parent.mkdir(parents=True, exist_ok=True)
     temporary = partial_path(path)
     try:
         yield temporary
         with storage_errors(path):
+            fsync_path(temporary)
             os.replace(temporary, path)
+            fsync_path(path.parent)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a folder's entries, to the disk."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    except OSError as error:
+        # Some file systems cannot fsync a folder (EINVAL): the file itself is on the disk already.
+        if not (error.errno == errno.EINVAL and path.is_dir()):
+            raise
+    finally:
+        os.close(descriptor)
 
 
 def distinct_files(paths: Iterable[Path]) -> list[Path]:
@@ -147,12 +166,19 @@ def source_identity(path: Path) -> dict[str, int]:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
+def output_digests(outputs: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """Size and sha256 of each output, by file name: what a completion marker vouches for."""
+    return {path.name: {"size": path.stat().st_size, "sha256": file_sha256(path)} for path in outputs}
+
+
 def finished_marker(
-    marker: Path, outputs: Iterable[Path], fingerprint: str, source: Path
+    marker: Path, outputs: Sequence[Path], fingerprint: str, source: Path
 ) -> dict[str, Any] | None:
-    """A completion marker's content when it and every output exist, and the fingerprint and source match.
-    A marker that cannot be read (cut short, edited, not ours) marks nothing done: the file is redone."""
-    if not marker.exists() or not all(path.exists() for path in outputs):
+    """A completion marker's content when the fingerprint and source match, and every output is there
+    with the size and sha256 it recorded. A marker that cannot be read (cut short, edited, not ours), or
+    whose outputs differ from what it recorded (a file of zero bytes after a crash, one replaced or
+    edited since), marks nothing done: the file is redone, with a warning."""
+    if not marker.exists():
         return None
     try:
         report = read_report(marker, "completion marker")
@@ -161,7 +187,31 @@ def finished_marker(
         return None
     if report.get("fingerprint") != fingerprint or report.get("source") != source_identity(source):
         return None
+    difference = unlike_recorded(report.get("outputs"), outputs)
+    if difference is not None:
+        log.warning("%s: %s; its file is done again", marker, difference)
+        return None
     return report
+
+
+def unlike_recorded(recorded: object, outputs: Sequence[Path]) -> str | None:
+    """How the outputs differ from the sizes and sha256s a marker recorded (`output_digests`), or None.
+    Sizes are compared first: a damaged file is found without reading it."""
+    if not isinstance(recorded, dict):
+        return "it records no size and sha256 of its outputs"
+    for path in outputs:
+        expected = recorded.get(path.name)
+        if not isinstance(expected, dict):
+            return f"it records no size and sha256 of {path.name}"
+        if not path.is_file():
+            return f"{path.name} is missing"
+        size = path.stat().st_size
+        if size != expected.get("size"):
+            return f"{path.name} is {size:,} bytes, {expected.get('size')!r} when it was written"
+    for path in outputs:
+        if file_sha256(path) != recorded[path.name].get("sha256"):
+            return f"{path.name} is not the file it was written as (another sha256)"
+    return None
 
 
 def read_report(path: Path, kind: str, fields: Sequence[str] = ()) -> dict[str, Any]:

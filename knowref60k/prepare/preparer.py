@@ -26,7 +26,7 @@ from knowref60k.core.io import (
     storage_errors,
 )
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
-from knowref60k.core.runner import FileReport, FileRun
+from knowref60k.core.runner import FileReport, FileRun, RowSink
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.validity_model import operating_point
@@ -90,6 +90,10 @@ def validity_threshold(config: PrepareConfig) -> float:
     return operating_point("threshold")
 
 
+def set_aside_path(candidates_path: Path, out_dir: Path) -> Path:
+    return out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet"
+
+
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:
     """The candidates set aside by score, as a candidates file (an empty one when there are none)."""
     table = pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA)
@@ -131,27 +135,44 @@ class Preparer:
             self.fingerprint,
             "items",
             out_dir / f"{stem}.invalid-candidates.jsonl",
+            lock_path=out_dir / f".{stem}.lock",
+            extra_outputs=[set_aside_path(candidates_path, out_dir)],
         )
 
     def prepare_file(self, candidates_path: Path, out_dir: Path) -> FileReport:
-        """Items of one candidates file; a file already prepared with this config and code is skipped."""
+        """Items of one candidates file; a file already prepared with this config and code is skipped.
+        Another run writing the same outputs now is an OutputsBusy error, raised before any work."""
         if not candidates_path.is_file():
             raise UserError(f"candidates file not found: {candidates_path}")
         run = self.file_run(candidates_path, out_dir)
-        finished = run.finished()
-        if finished is not None:
-            return finished
+        with run.claimed():
+            finished = run.finished()
+            if finished is not None:
+                return finished
+            sink, origins = self._prepare(run, out_dir)
+            fields = {
+                "config": self.config.to_dict(),
+                "index": str(self.index_path),
+                "same_id_duplicates": origins,
+            }
+            report = run.finish(sink, fields)
+        log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
+        return report
+
+    def _prepare(self, run: FileRun, out_dir: Path) -> tuple[RowSink, dict[str, int]]:
+        """The items of `run.source` written, and the index's decisions committed with them; the ids left
+        out because another input had kept them, by that input."""
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.seed": str(self.config.seed)}
-        context = dataclasses.replace(self.context, input_name=items_stem(candidates_path))
+        context = dataclasses.replace(self.context, input_name=items_stem(run.source))
         stages = [stage(context) for stage in STAGES]
         try:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
-                for item in chain(stages, read_candidates(candidates_path)):
+                for item in chain(stages, read_candidates(run.source)):
                     sink.write([item])
                 sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
                 set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
-                write_set_aside(out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet", set_aside)
+                write_set_aside(set_aside_path(run.source, out_dir), set_aside)
             self.index.commit()
         except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
             self.index.rollback()
@@ -159,13 +180,7 @@ class Preparer:
         except BaseException:
             self.index.rollback()
             raise
-        origins = same_id_origins(candidates_path, stages)
-        report = run.finish(
-            sink,
-            {"config": self.config.to_dict(), "index": str(self.index_path), "same_id_duplicates": origins},
-        )
-        log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
-        return report
+        return sink, same_id_origins(run.source, stages)
 
 
 def same_id_origins(candidates_path: Path, stages: Iterable[Stage[Any, Any]]) -> dict[str, int]:
