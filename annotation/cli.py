@@ -21,7 +21,7 @@ import typer
 
 from annotation.settings import load_settings
 from annotation.status import VOTE_COLUMNS
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import UserError, storage_error
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
 
@@ -38,11 +38,15 @@ DEFAULT_OUT = Path("output/annotation")
 
 @contextlib.contextmanager
 def one_line_errors() -> Iterator[None]:
-    """A user's mistake or an unreachable server ends the command with one line, never a traceback."""
+    """A user's mistake, an unreachable server or a file system that refuses (an OSError) ends the
+    command with one line, never a traceback."""
     try:
         yield
     except UserError as error:
         typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
+    except OSError as error:
+        typer.echo(f"error: {storage_error(error, doing=None)}", err=True)
         raise typer.Exit(code=2) from None
 
 
@@ -56,7 +60,11 @@ def push(items: ItemsArgument, config: ConfigOption = None) -> None:
     items; items already in the project are never imported twice."""
     from annotation.client import LabelStudioClient
     from annotation.operations import first_stage, push_new
+    from knowref60k.core.io import distinct_files
 
+    repeated = len(items) - len(distinct_files(items))
+    if repeated:
+        typer.echo(f"{repeated} repeated items file(s) left out: each is pushed once")
     with one_line_errors():
         settings = load_settings()
         labelling = _config(config)
@@ -118,9 +126,12 @@ def collect(out: OutOption = DEFAULT_OUT, config: ConfigOption = None) -> None:
     outcome is decided."""
     from annotation.client import LabelStudioClient
     from annotation.collect import collect as collect_votes
+    from knowref60k.core.io import output_folder
 
-    with one_line_errors(), LabelStudioClient(load_settings()) as client:
-        report = collect_votes(client, out, _config(config))
+    with one_line_errors():
+        output_folder(out)  # before the export, which can take minutes
+        with LabelStudioClient(load_settings()) as client:
+            report = collect_votes(client, out, _config(config))
     _print_collect(report)
     typer.echo(f"Votes in {(out / 'votes.parquet').resolve()}")
 

@@ -21,7 +21,7 @@ from label_studio_sdk.core.api_error import ApiError
 from annotation.settings import SECRET_HEADER, WEBHOOK_ACTIONS, Settings, receiver_url, webhook_secret
 from annotation.tasks import TASK_BUILDERS
 from knowref60k.core.errors import ServiceUnavailable, UserError
-from knowref60k.core.io import read_rows
+from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 
 log = logging.getLogger(__name__)
@@ -318,6 +318,7 @@ def _priority(item: Mapping[str, Any]) -> tuple[bool, float]:
 
 
 def read_items(paths: Iterable[Path], columns: list[str] = ITEM_COLUMNS) -> Iterator[dict[str, Any]]:
-    """The items' task fields, and their validity score where the file has one."""
-    for path in paths:
+    """The items' task fields, and their validity score where the file has one; a file given twice (or by
+    two spellings) is read once."""
+    for path in distinct_files(paths):
         yield from read_rows(path, columns, "items", optional=[SCORE_COLUMN])

@@ -33,7 +33,8 @@ def push_new(
     """New items into the first stage (screening, unless it is off), with control items making up
     `control_share` of the tasks (drawn the same way on every push, so a repeated push adds none). Items
     whose validity score is high enough to skip screening go straight to resolution."""
-    items = list(read_items(item_paths))
+    # Each item once, whichever files hold it: the counts and the share of control items follow.
+    items = list({row["candidate_id"]: row for row in read_items(item_paths)}.values())
     skipping: list[dict[str, Any]] = []
     screened: list[dict[str, Any]] = []
     for row in items:

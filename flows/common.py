@@ -53,10 +53,15 @@ class RunSettings:
 
 
 def worker_count(text: str) -> int:
-    """argparse type of --workers: a whole number of at least 1."""
-    if not text.isdigit() or int(text) < 1:
+    """argparse type of --workers: a whole number from 1 to MOST_WORKERS, capped at the CPU cores."""
+    from knowref60k.core import parallel
+
+    if not text.isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return int(text)
+    try:
+        return parallel.worker_count(int(text))
+    except UserError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def missing_inputs(console: Console, paths: Iterable[str], what: str = "input file(s)") -> bool:

@@ -13,7 +13,7 @@ from prefect import flow, get_run_logger, task
 from flows.common import RETRIES
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.io import write_json_atomic
-from knowref60k.prepare.preparer import Preparer, prepare_stats
+from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="prepare {candidates_path}")
@@ -41,6 +41,7 @@ def prepare_flow(
 ) -> dict[str, Any]:
     index = index_path or str(Path(out_dir) / "dedup-index.sqlite")
     settings = config or PrepareConfig()
+    candidates = [str(path) for path in candidate_files(Path(path) for path in candidates)]
     reports = [prepare_file(path, out_dir, index, settings) for path in candidates]
     total = prepare_stats()
     for report in reports:

@@ -14,23 +14,37 @@ from flows.common import RunSettings
 from flows.labelling import push
 from flows.pipeline import pipeline_flow
 from flows.release import release_flow
-from knowref60k.ingest.ledger import Ledger
+from knowref60k.ingest.ledger import Ledger, settled
 
 DUMP_PATTERNS = ("RC_*.zst", "RC_*.ndjson")
+# How long a dump must keep its size and modification time to be taken as complete: a download or copy
+# into the folder that is still running changes them within this time (waited only when there is work).
+SETTLE_SECONDS = 60.0
 
 
 @flow(name="watch-dumps")
 def watch_flow(
-    dumps_dir: str, out_dir: str = "output/run", config_path: str | None = None, push_items: bool = True
+    dumps_dir: str,
+    out_dir: str = "output/run",
+    config_path: str | None = None,
+    push_items: bool = True,
+    settle_seconds: float = SETTLE_SECONDS,
 ) -> dict[str, Any]:
-    """Extract, prepare (and push) every dump of `dumps_dir` the ledger says is not done yet."""
+    """Extract, prepare (and push) every dump of `dumps_dir` the ledger says is not done yet and that
+    did not change for `settle_seconds` (one still growing is left for the next run)."""
     logger = get_run_logger()
     ledger = Ledger(Path(out_dir) / "ledger.sqlite")
     settings = RunSettings.load(config_path)
     settings_hash = settings.fingerprint()
     dumps = [path for pattern in DUMP_PATTERNS for path in Path(dumps_dir).glob(pattern)]
-    todo = ledger.pending(dumps, settings_hash)
+    todo, growing = settled(ledger.pending(dumps, settings_hash), settle_seconds)
     logger.info("%d dumps in %s, %d to process", len(dumps), dumps_dir, len(todo))
+    for dump in growing:
+        logger.warning(
+            "%s changed within %g s: still being written? Left for the next run",
+            dump.path.name,
+            settle_seconds,
+        )
     outcomes: dict[str, str] = {}
     for dump in todo:
         ledger.start(dump, settings_hash)
@@ -51,7 +65,7 @@ def watch_flow(
         ledger.finish(dump, settings_hash, input_check=stats.get("input", {}).get("complete"))
         outcomes[dump.path.name] = "done"
     ledger.close()
-    return {"seen": len(dumps), "processed": outcomes}
+    return {"seen": len(dumps), "processed": outcomes, "still_changing": [d.path.name for d in growing]}
 
 
 @flow(name="release-candidate")

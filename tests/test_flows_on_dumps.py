@@ -16,6 +16,9 @@ from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from tests.conftest import shared_file
 
+# The dumps of these tests are complete when the watch starts: a short settle period will do.
+QUICK_WATCH = {"push_items": False, "settle_seconds": 0.1}
+
 
 def check_candidate(row: dict[str, object], extractor: CandidateExtractor) -> None:
     sentence = str(row["sentence"])
@@ -110,11 +113,11 @@ def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
         line = orjson.dumps({"id": f"c{month}", "body": body, "link_id": f"t3_{month}", "created_utc": 1})
         (dumps / f"RC_2099-{month}.ndjson").write_bytes(line + b"\n")
     out = tmp_path / "run"
-    first = watch_flow(str(dumps), str(out), push_items=False)
+    first = watch_flow(str(dumps), str(out), **QUICK_WATCH)
     assert first["processed"] == {"RC_2099-01.ndjson": "done", "RC_2099-02.ndjson": "done"}
-    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {}
+    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {}
     (dumps / "RC_2099-02.ndjson").write_bytes(b'{"id": "c9", "body": "Changed text."}\n')
-    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {"RC_2099-02.ndjson": "done"}
+    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {"RC_2099-02.ndjson": "done"}
     items = sorted((out / "items").glob("*.items.parquet"))
     assert [p.name for p in items] == ["RC_2099-01.items.parquet", "RC_2099-02.items.parquet"]
     assert pq.read_table(items[0]).num_rows == 1
@@ -136,14 +139,14 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
     comment = orjson.dumps({"id": "c1", "body": body, "created_utc": 1})
     (dumps / "RC_2099-01.ndjson").write_bytes(comment + b"\n")
     out = tmp_path / "run"
-    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {"RC_2099-01.ndjson": "done"}
-    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {}
+    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {"RC_2099-01.ndjson": "done"}
+    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {}
     edited = extractor.code_fingerprint
     monkeypatch.setattr(extractor, "code_fingerprint", lambda *modules: edited(*modules) + "-edited")
     reads = []
     loaded = flows.common.load_config
     monkeypatch.setattr(flows.common, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k))
-    assert watch_flow(str(dumps), str(out), push_items=False)["processed"] == {"RC_2099-01.ndjson": "done"}
+    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {"RC_2099-01.ndjson": "done"}
     assert len(reads) == 1
     assert pq.read_table(out / "items" / "RC_2099-01.items.parquet").num_rows == 1
 

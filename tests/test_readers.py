@@ -75,7 +75,7 @@ def test_corrupt_lines_are_quarantined_with_reason_and_line_number() -> None:
         (4, "missing_body"),
         (6, "invalid_utf8"),
     ]
-    assert quarantined[0].raw == '{"id": "broken", "body": '
+    assert quarantined[0].raw is None and quarantined[0].size == len(b'{"id": "broken", "body": ')
     assert stats.total == 7 and stats.forwarded == 2
     assert stats.dropped["blank_line"] == 1
 
@@ -126,7 +126,7 @@ def test_zstd_with_a_2_gib_window_is_read(tmp_path: Path) -> None:
 def test_truncated_compressed_file_gives_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "RC_2006-01.gz"
     path.write_bytes(gzip.compress(ndjson(COMMENTS) * 200)[:300])
-    with pytest.raises(UserError, match=r"RC_2006-01.gz.*corrupt or truncated"), open_input(path) as (_r, s):
+    with pytest.raises(UserError, match=r"RC_2006-01.gz: truncated after line"), open_input(path) as (_r, s):
         list(iter_line_chunks(s, path.name))
 
 
@@ -165,6 +165,23 @@ def test_concatenated_zstd_frames_are_all_read(tmp_path: Path) -> None:
     path.write_bytes(zstandard.ZstdCompressor().compress(data) * 3)
     with open_input(path) as (_raw, stream):
         assert all_lines(stream, 7) == (data * 3).splitlines()
+
+
+def test_gzip_members_one_after_another_and_nul_padding_are_read_whole(tmp_path: Path) -> None:
+    data = ndjson(COMMENTS) * 500
+    path = tmp_path / "RC_members.ndjson.gz"
+    path.write_bytes(gzip.compress(data[:5_000]) + gzip.compress(data[5_000:]) + b"\0" * 512)
+    with open_input(path) as (_raw, stream):
+        assert all_lines(stream, 4096) == data.splitlines()
+
+
+def test_bzip2_and_xz_streams_one_after_another_are_read_whole(tmp_path: Path) -> None:
+    data = ndjson(COMMENTS) * 500
+    for suffix, compress in ((".bz2", bz2.compress), (".xz", lzma.compress)):
+        path = tmp_path / f"RC_streams.ndjson{suffix}"
+        path.write_bytes(compress(data[:5_000]) + compress(data[5_000:]))
+        with open_input(path) as (_raw, stream):
+            assert all_lines(stream, 4096) == data.splitlines()
 
 
 def test_write_line_range_cuts_exact_lines(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 
 from knowref60k.core.console import make_console
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import UserError, storage_error
 from knowref60k.core.paths import BENCHMARKS_DIR
 
 console = make_console(stderr=True)
@@ -51,11 +51,14 @@ def fail(error: Exception) -> typer.Exit:
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """The one way a command meets a user error: one line, exit code 2, never a traceback."""
+    """The one way a command meets a user error, or an environment failure the library did not name
+    (an OSError: permission denied, no space left): one line, exit code 2, never a traceback."""
     try:
         yield
     except UserError as error:
         raise fail(error) from None
+    except OSError as error:
+        raise fail(storage_error(error, doing=None)) from None
 
 
 def advance(progress: Progress, task: TaskID) -> Callable[[int, int], None]:

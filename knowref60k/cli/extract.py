@@ -33,7 +33,9 @@ def extract(
     out: Annotated[Path, typer.Option("--out", help="Folder for candidates, stats and quarantine files.")],
     config: ConfigOption = None,
     model: ModelOption = None,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes for the spaCy work.")] = 2,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes for the spaCy work (at most the CPU cores).")
+    ] = 2,
     input_format: Annotated[InputFormat, typer.Option(help="text: one document per line.")] = "auto",
     max_connectives: Annotated[int | None, typer.Option(help="Connectives allowed after collapsing.")] = None,
     person_detection: Annotated[
@@ -42,15 +44,17 @@ def extract(
 ) -> None:
     """Extract candidate sentences into one Parquet file per input, with stats and a quarantine file."""
     from knowref60k.core.io import output_folder
+    from knowref60k.core.parallel import worker_count
     from knowref60k.core.stats import merge_stats
     from knowref60k.extract.extractor import Extractor, check_distinct_outputs
     from knowref60k.ingest.readers import check_input
 
     with user_errors():
+        workers = worker_count(workers)
         check_distinct_outputs(inputs)
-        output_folder(out)
         for path in inputs:  # before any progress bar is drawn
             check_input(path)
+        output_folder(out)
         settings = load_config(
             config, model=model, max_connectives=max_connectives, person_detection=person_detection
         )
@@ -80,4 +84,6 @@ def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder
     stats_files = sorted(out.glob("*.stats.json"))
     if not stats_files:
         raise fail(UserError(f"no *.stats.json in {out}"))
-    console.print(render_funnel(merge_stats(stats_files), funnel_title(stats_files)))
+    with user_errors():
+        total, title = merge_stats(stats_files), funnel_title(stats_files)
+    console.print(render_funnel(total, title))

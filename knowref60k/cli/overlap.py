@@ -46,10 +46,14 @@ def overlap_index(
     ],
     index: IndexOption,
     model: ModelOption = None,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes for cleaning and splitting.")] = 2,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes for cleaning and splitting (at most the CPU cores).")
+    ] = 2,
     input_format: Annotated[InputFormat, typer.Option(help="text: one document per line.")] = "auto",
 ) -> None:
     """Index every sentence of the corpus files; an interrupted run resumes, finished files are skipped."""
+    from knowref60k.core.io import output_folder
+    from knowref60k.core.parallel import worker_count
     from knowref60k.extract.nlp import resolve_model_name
     from knowref60k.ingest.readers import check_input
     from knowref60k.overlap.corpus import CorpusIndexer
@@ -58,6 +62,8 @@ def overlap_index(
     for column in ("file", "lines", "sentences", "indexed", "dropped / quarantined", "state"):
         table.add_column(column, justify="left" if column in ("file", "state") else "right")
     with user_errors():
+        workers = worker_count(workers)
+        output_folder(index, "--index")
         for path in corpus:
             check_input(path)  # every file, before hours of indexing the first ones
         model_name = resolve_model_name(load_config(None, model=model).model)

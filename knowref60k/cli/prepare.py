@@ -33,20 +33,25 @@ def prepare(
     """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
     from knowref60k.core.config import load_prepare_config
     from knowref60k.core.io import output_folder
-    from knowref60k.prepare.preparer import Preparer, prepare_stats
+    from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
 
     with user_errors():
+        files = candidate_files(candidates)
+        if len(files) < len(candidates):
+            console.print(
+                f"{len(candidates) - len(files)} repeated candidates file(s) left out: each is prepared once"
+            )
         settings = load_prepare_config(config, seed=seed)
         index_path = index or out / "dedup-index.sqlite"
         output_folder(out)
         total = prepare_stats()
         with Preparer(settings, index_path) as preparer, progress_bar(in_bytes=False) as progress:
-            task = progress.add_task("prepare", total=len(candidates))
-            for path in candidates:
+            task = progress.add_task("prepare", total=len(files))
+            for path in files:
                 report = preparer.prepare_file(path, out)
                 total.merge(report.stats)
                 progress.advance(task)
                 state = "skipped: already done" if report.skipped else f"{report.seconds:.1f} s"
                 console.print(f"{path.name}: {report.rows:,} items, {state} -> {report.rows_path}")
-    console.print(render_funnel(total, f"De-duplication and perturbation over {len(candidates)} file(s)"))
+    console.print(render_funnel(total, f"De-duplication and perturbation over {len(files)} file(s)"))
     console.print(f"Items in {out.resolve()}, index {index_path.resolve()}")

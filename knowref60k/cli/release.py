@@ -13,12 +13,13 @@ from knowref60k.cli.common import (
     BenchmarksOption,
     ModelOption,
     console,
+    fail,
     user_errors,
 )
 from knowref60k.cli.overlap import overlap_audit
 from knowref60k.core.errors import UserError
 
-VersionOption = Annotated[str, typer.Option("--version", help="Release version, e.g. 2026.11 or v1.0.0.")]
+VersionOption = Annotated[str, typer.Option("--version", help="Release version, a plain name like 2026.11.")]
 RunOption = Annotated[Path, typer.Option(help="Pipeline folder with candidates/ and items/.")]
 VotesOption = Annotated[Path, typer.Option(help="votes.parquet from `annotate collect`.")]
 OutOption = Annotated[Path, typer.Option(help="Folder of releases.")]
@@ -58,11 +59,13 @@ def release(
     debias_features: FeaturesOption = "ngrams",
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
+    from knowref60k.core.io import output_folder
     from knowref60k.labelling.config import load_labelling_config
-    from knowref60k.release.build import build_release
+    from knowref60k.release.build import build_release, check_version
     from knowref60k.release.config import ReleaseConfig
 
     with user_errors():
+        check_version(version)  # before the overlap index and the votes are read
         labelling = load_labelling_config(
             config_file,
             keep_at_least=keep_at_least,
@@ -73,6 +76,7 @@ def release(
         config = ReleaseConfig(
             labelling, proportions=split_shares(split_proportions), debias=debias_features if debias else None
         )
+        output_folder(out)  # created only once every option is known to be good
         audit = overlap_audit(overlap_index, benchmarks, model) if overlap_index else None
         made = build_release(run, votes, version, out, config, audit)
     _print_release(made, debias_features if debias else None)
@@ -82,9 +86,11 @@ def split_shares(text: str) -> dict[str, float]:
     from knowref60k.release.splits import SPLITS
 
     try:
-        return dict(zip(SPLITS, (float(x) for x in text.split(",")), strict=False))
+        return dict(zip(SPLITS, (float(x) for x in text.split(",")), strict=True))
     except ValueError:
-        raise UserError(f"--split-proportions takes three numbers, not {text!r}") from None
+        raise UserError(
+            f"--split-proportions takes three numbers ({','.join(SPLITS)}), not {text!r}"
+        ) from None
 
 
 def _print_release(made: Any, debias_features: str | None) -> None:
@@ -118,17 +124,32 @@ def _print_agreement(summary: dict[str, Any]) -> None:
     )
 
 
-def stats(path: Annotated[Path, typer.Argument(help="A release folder.")]) -> None:
-    """Summarise a release: splits, agreement, files."""
-    from knowref60k.release.load import read_manifest
+VerifyOption = Annotated[
+    bool, typer.Option("--verify", help="Also check every file's sha256 against the manifest (reads it all).")
+]
+
+
+def stats(
+    path: Annotated[Path, typer.Argument(help="A release folder.")], verify: VerifyOption = False
+) -> None:
+    """Summarise a release: splits, agreement, files, each checked against the manifest (present, its
+    rows; with --verify its sha256); a damaged release ends in one error line naming the files."""
+    from knowref60k.release.load import check_files, damaged, manifest_files, read_manifest
 
     with user_errors():
         manifest = read_manifest(path)
+        checks = check_files(path, manifest_files(manifest, path), verify)
     if "warning" in manifest:
         console.print(manifest["warning"], style="bold yellow")
     console.print(f"{manifest['name']} {manifest['version']} (created {manifest['created']})")
     console.print(f"splits: {manifest['splits']}")
     _print_agreement(manifest["agreement"])
-    for entry in manifest["files"]:
-        rows = f"{entry['rows']:,} rows" if entry["rows"] is not None else "not a table"
-        console.print(f"  {entry['path']}: {rows}, sha256 {entry['sha256'][:16]}...")
+    for check in checks:
+        rows = f"{check.rows:,} rows" if check.rows is not None else "not a table"
+        state = f": DAMAGED, {check.problem}" if check.problem else ""
+        console.print(f"  {check.path}: {rows}, sha256 {(check.sha256 or '?')[:16]}...{state}")
+    problem = damaged(path, checks)
+    if problem:
+        raise fail(problem)
+    checked = "rows and sha256" if verify else "rows; sha256 not checked (--verify)"
+    console.print(f"files: {len(checks)} present, as the manifest says ({checked})")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +15,13 @@ from typing import Any, Literal, TypeVar, get_args
 import orjson
 
 from knowref60k.core.errors import UserError
+from knowref60k.core.files import check_readable_file
 
 T = TypeVar("T")
+# Every table a config file may hold, each read by one loader: [extract] load_config, [prepare]
+# load_prepare_config, [labelling] knowref60k.labelling.config, [labelstudio] annotation.settings. Any
+# other name is refused, so that a misspelt table is not silently ignored (and its defaults used).
+CONFIG_TABLES = ("extract", "prepare", "labelling", "labelstudio")
 MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
 # en_core_web_sm under its own name first; the same model as pinned in requirements-model.lock; the
 # offline fallback from ../shared/models.
@@ -70,9 +77,28 @@ INPUT_FORMATS: tuple[str, ...] = get_args(InputFormat)
 # score: every named phrase is a candidate person, and a learned validity score judges the pair.
 PersonDetection = Literal["ner", "names", "both", "score"]
 PERSON_DETECTION_MODES: tuple[str, ...] = get_args(PersonDetection)
+# Settings that are lists of words, matched in lower case.
+WORD_LISTS = ("connectives", "blocking_pronouns")
 # two_noun_phrases: the spec's "exactly two minimal NPs before the connective, both persons";
 # two_persons: exactly two person NPs there, other (non-person) NPs allowed.
 ANTECEDENT_RULES = ("two_noun_phrases", "two_persons")
+
+
+def one_of(choices: tuple[str, ...], default: str) -> Any:
+    """A setting that takes one of `choices`: checked with the types when a config file is read, so that
+    every problem of the file is reported at once, and again when the settings are built."""
+    return dataclasses.field(default=default, metadata={"choices": choices})
+
+
+def refuse_bad_choices(settings: Any) -> None:
+    """A UserError when a setting made with `one_of` holds none of its choices."""
+    problems = [
+        problem
+        for field in dataclasses.fields(settings)
+        if (problem := _choice_problem(field, getattr(settings, field.name)))
+    ]
+    if problems:
+        raise UserError("; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -92,23 +118,15 @@ class ExtractConfig:
     blocking_pronouns: tuple[str, ...] = BLOCKING_PRONOUNS
     # "score" (the default since issue 37): every pair of named phrases is a candidate and the learned
     # validity score ranks it; "both", "names", "ner": the rules decide who is a person.
-    person_detection: str = "score"
-    antecedent_rule: str = "two_persons"
+    person_detection: str = one_of(PERSON_DETECTION_MODES, "score")
+    antecedent_rule: str = one_of(ANTECEDENT_RULES, "two_persons")
     ssa_min_count: int = 1000
     language: str = "en"
     language_seed: int = 0
     model: str | None = None
 
     def __post_init__(self) -> None:
-        if self.person_detection not in PERSON_DETECTION_MODES:
-            raise UserError(
-                f"person_detection must be one of {', '.join(PERSON_DETECTION_MODES)}, "
-                f"not {self.person_detection!r}"
-            )
-        if self.antecedent_rule not in ANTECEDENT_RULES:
-            raise UserError(
-                f"antecedent_rule must be one of {', '.join(ANTECEDENT_RULES)}, not {self.antecedent_rule!r}"
-            )
+        refuse_bad_choices(self)
         if self.max_connectives < 1:
             raise UserError(f"max_connectives must be at least 1, not {self.max_connectives}")
         if not 0 <= self.min_spaces <= self.max_spaces:
@@ -157,11 +175,7 @@ def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
     values = _read_toml(path, "extract") if path is not None else {}
     if os.environ.get(MODEL_ENV_VAR):
         values["model"] = os.environ[MODEL_ENV_VAR]
-    values = _checked(ExtractConfig, path, {**values, **_given(overrides)})
-    for key in ("connectives", "blocking_pronouns"):
-        if key in values:
-            values[key] = tuple(str(item).lower() for item in values[key])
-    return ExtractConfig(**values)
+    return _built(ExtractConfig, path, values, _given(overrides))
 
 
 def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
@@ -173,7 +187,7 @@ def load_section(kind: type[T], path: Path | None, section: str, overrides: dict
     """A settings dataclass from its defaults, then the TOML file's `[section]` table, then the
     overrides that were given."""
     values = _read_toml(path, section) if path is not None else {}
-    return kind(**_checked(kind, path, {**values, **_given(overrides)}))
+    return _built(kind, path, values, _given(overrides))
 
 
 def _given(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -181,20 +195,62 @@ def _given(overrides: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in overrides.items() if value is not None}
 
 
+def _built(kind: type[T], path: Path | None, from_file: dict[str, Any], overrides: dict[str, Any]) -> T:
+    """The settings of the file's values and the overrides, each checked. A problem that only the whole
+    shows (min_spaces above max_spaces) names the file when the file's values alone have it; one that an
+    override brings in is no fault of the file."""
+    try:
+        return kind(**_lowercase_words(_checked(kind, path, {**from_file, **overrides})))
+    except UserError as error:
+        if path is None or not from_file:
+            raise
+        raise (_file_problem(kind, path, from_file) or error) from None
+
+
+def _file_problem(kind: type, path: Path, from_file: dict[str, Any]) -> UserError | None:
+    """What is wrong with the file's values on their own, naming the file; None when nothing is."""
+    checked = _checked(kind, path, from_file)  # a problem here is raised at once, naming the file
+    try:
+        kind(**_lowercase_words(checked))
+    except UserError as problem:
+        return UserError(f"invalid setting in {path}: {problem}")
+    return None
+
+
+def _lowercase_words(values: dict[str, Any]) -> dict[str, Any]:
+    """Connectives and pronouns are matched in lower case, however the file spells them."""
+    words = {key: tuple(str(item).lower() for item in values[key]) for key in WORD_LISTS if key in values}
+    return {**values, **words}
+
+
 def _checked(kind: type, path: Path | None, values: dict[str, Any]) -> dict[str, Any]:
-    """The settings, once every name is known and every value has its setting's type; else one
-    UserError with one line per problem."""
-    defaults = {f.name: f.default for f in dataclasses.fields(kind)}
+    """The settings, once every name is known and every value has its setting's type (and is one of its
+    choices); else one UserError naming every problem, one line each."""
+    fields = {field.name: field for field in dataclasses.fields(kind)}
     where = f" in {path}" if path else ""
-    unknown = sorted(set(values) - set(defaults))
+    unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(defaults)}")
+        raise UserError(f"unknown setting(s){where}: {', '.join(unknown)}; known: {', '.join(fields)}")
     problems = [
-        problem for name, value in values.items() if (problem := _type_problem(name, value, defaults[name]))
+        problem
+        for name, value in values.items()
+        if (
+            problem := _type_problem(name, value, fields[name].default)
+            or _choice_problem(fields[name], value)
+        )
     ]
+    if len(problems) == 1:
+        raise UserError(f"invalid setting{where}: {problems[0]}")
     if problems:
         raise UserError(f"invalid setting(s){where}:\n" + "\n".join(f"  {problem}" for problem in problems))
     return values
+
+
+def _choice_problem(field: dataclasses.Field[Any], value: Any) -> str | None:
+    choices = field.metadata.get("choices")
+    if choices is None or value in choices:
+        return None
+    return f"{field.name} must be one of {', '.join(choices)}, not {value!r}"
 
 
 def _type_problem(name: str, value: Any, default: Any) -> str | None:
@@ -214,15 +270,53 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
 
 
 def _read_toml(path: Path, section: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise UserError(f"config file not found: {path}")
+    if section not in CONFIG_TABLES:
+        raise ValueError(f"[{section}] is not in CONFIG_TABLES: add it there, or the file is refused")
+    check_readable_file(path, "config file")
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        document = tomllib.loads(text)
     except UnicodeDecodeError as error:
         raise UserError(f"{path}: not UTF-8 text, as TOML must be ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{path}: not valid TOML: {error}") from None
+    _refuse_unknown_tables(path, text, document)
     table = document.get(section, {})
     if not isinstance(table, dict):
         raise UserError(f"{path}: [{section}] must be a table")
     return dict(table)
+
+
+def _refuse_unknown_tables(path: Path, text: str, document: dict[str, Any]) -> None:
+    """One UserError naming every top-level name that is no known table: a misspelt table, or settings
+    written before any table header."""
+    problems = []
+    for name in document:
+        if name in CONFIG_TABLES:
+            continue
+        line = _line_of(text, name)
+        where = [f"line {line}"] if line else []
+        value = document[name]
+        # A list of tables is an array of tables ([[name]]), not a setting.
+        if isinstance(value, dict) or (isinstance(value, list) and value and isinstance(value[0], dict)):
+            close = difflib.get_close_matches(name.lower(), CONFIG_TABLES, n=1)
+            details = "; ".join([*where, *(f"did you mean [{table}]?" for table in close)])
+            problems.append(f"unknown table [{name}]" + (f" ({details})" if details else ""))
+        else:
+            problems.append(f"setting {name}" + (f" ({where[0]})" if where else "") + " is outside any table")
+    if problems:
+        known = ", ".join(f"[{table}]" for table in CONFIG_TABLES)
+        raise UserError(f"{path}: {'; '.join(problems)}; known tables: {known}")
+
+
+def _line_of(text: str, name: str) -> int | None:
+    """The line that brings a top-level name in: a table header, or a key before the first header."""
+    quoted = f"(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')"
+    header = re.compile(rf"\s*\[\[?\s*{quoted}\s*[\].]")
+    key = re.compile(rf"\s*{quoted}\s*[.=]")
+    in_a_table = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if header.match(line) or (not in_a_table and key.match(line)):
+            return number
+        in_a_table = in_a_table or line.lstrip().startswith("[")
+    return None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -13,7 +15,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import StorageError, UserError, storage_error
+from knowref60k.core.files import check_readable_file
 from knowref60k.core.records import QuarantinedLine
 
 CANDIDATE_SCHEMA = pa.schema(
@@ -61,15 +64,34 @@ ITEM_SCHEMA = pa.schema(
 )
 ROW_GROUP_SIZE = 50_000
 
+log = logging.getLogger(__name__)
+
 
 def partial_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
-def output_folder(path: Path) -> Path:
-    """`path` as a folder to write into; a UserError when it is an existing file."""
-    if path.exists() and not path.is_dir():
-        raise UserError(f"--out {path} is a file, not a folder")
+@contextmanager
+def storage_errors(path: Path, doing: str = "write") -> Iterator[None]:
+    """An OSError in the block (no space left, permission denied, ...) as one StorageError naming `path`."""
+    try:
+        yield
+    except OSError as error:
+        raise storage_error(error, path, doing) from None
+
+
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """`path` as a folder to write into, created if missing, before any work is done: a UserError when it,
+    or the nearest of its parents that exists, is a file (the folder could then never be made); a
+    StorageError when it cannot be created or written into."""
+    existing = next((folder for folder in (path, *path.parents) if folder.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == path else f" ({existing})"
+        raise UserError(f"{option} {path}{where} is a file, not a folder")
+    with storage_errors(path, "create the folder"):
+        path.mkdir(parents=True, exist_ok=True)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise StorageError(f"cannot write into {path}: permission denied (or a read-only file system)")
     return path
 
 
@@ -83,14 +105,51 @@ def private_dir(path: Path) -> Path:
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside `path` that replaces it only if the block finishes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """A temporary path beside `path` that replaces it only if the block finishes. The file is on the
+    disk before it replaces `path`, and the rename is too before this returns (the file, then its folder,
+    fsynced): after a crash or power cut `path` is the old file or the new one whole, never a file of
+    zero bytes, which a completion marker written after it would vouch for."""
+    with storage_errors(path.parent, "create the folder"):
+        path.parent.mkdir(parents=True, exist_ok=True)
     temporary = partial_path(path)
     try:
         yield temporary
-        os.replace(temporary, path)
+        with storage_errors(path):
+            fsync_path(temporary)
+            os.replace(temporary, path)
+            fsync_path(path.parent)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a folder's entries, to the disk."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    except OSError as error:
+        # Some file systems cannot fsync a folder (EINVAL): the file itself is on the disk already.
+        if not (error.errno == errno.EINVAL and path.is_dir()):
+            raise
+    finally:
+        os.close(descriptor)
+
+
+def distinct_files(paths: Iterable[Path]) -> list[Path]:
+    """The paths without repeats of a file listed before (the same path twice, another spelling of it, a
+    symbolic or hard link to it), in their order: what is given twice is read and counted once."""
+    seen: set[object] = set()
+    kept = []
+    for path in paths:
+        try:
+            status = path.stat()
+            identity: object = (status.st_dev, status.st_ino)
+        except OSError:  # a missing file: its reader says so
+            identity = path.resolve()
+        if identity not in seen:
+            seen.add(identity)
+            kept.append(path)
+    return kept
 
 
 def file_sha256(path: Path) -> str:
@@ -107,31 +166,100 @@ def source_identity(path: Path) -> dict[str, int]:
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
+def output_digests(outputs: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """Size and sha256 of each output, by file name: what a completion marker vouches for."""
+    return {path.name: {"size": path.stat().st_size, "sha256": file_sha256(path)} for path in outputs}
+
+
 def finished_marker(
-    marker: Path, outputs: Iterable[Path], fingerprint: str, source: Path
+    marker: Path, outputs: Sequence[Path], fingerprint: str, source: Path
 ) -> dict[str, Any] | None:
-    """A completion marker's content when it and every output exist, and the fingerprint and source match."""
-    if not marker.exists() or not all(path.exists() for path in outputs):
+    """A completion marker's content when the fingerprint and source match, and every output is there
+    with the size and sha256 it recorded. A marker that cannot be read (cut short, edited, not ours), or
+    whose outputs differ from what it recorded (a file of zero bytes after a crash, one replaced or
+    edited since), marks nothing done: the file is redone, with a warning."""
+    if not marker.exists():
         return None
-    report: dict[str, Any] = orjson.loads(marker.read_bytes())
+    try:
+        report = read_report(marker, "completion marker")
+    except UserError as problem:
+        log.warning("%s; its file is done again", problem)
+        return None
     if report.get("fingerprint") != fingerprint or report.get("source") != source_identity(source):
         return None
+    difference = unlike_recorded(report.get("outputs"), outputs)
+    if difference is not None:
+        log.warning("%s: %s; its file is done again", marker, difference)
+        return None
     return report
+
+
+def unlike_recorded(recorded: object, outputs: Sequence[Path]) -> str | None:
+    """How the outputs differ from the sizes and sha256s a marker recorded (`output_digests`), or None.
+    Sizes are compared first: a damaged file is found without reading it."""
+    if not isinstance(recorded, dict):
+        return "it records no size and sha256 of its outputs"
+    for path in outputs:
+        expected = recorded.get(path.name)
+        if not isinstance(expected, dict):
+            return f"it records no size and sha256 of {path.name}"
+        if not path.is_file():
+            return f"{path.name} is missing"
+        size = path.stat().st_size
+        if size != expected.get("size"):
+            return f"{path.name} is {size:,} bytes, {expected.get('size')!r} when it was written"
+    for path in outputs:
+        if file_sha256(path) != recorded[path.name].get("sha256"):
+            return f"{path.name} is not the file it was written as (another sha256)"
+    return None
+
+
+def read_report(path: Path, kind: str, fields: Sequence[str] = ()) -> dict[str, Any]:
+    """One of our JSON reports (a stats report, a prepare report) as a dict; a UserError naming the file
+    when it is not valid JSON, not an object, or lacks one of `fields`."""
+    try:
+        report = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise UserError(f"{path}: not a {kind}: not valid JSON ({error})") from None
+    if not isinstance(report, dict):
+        raise UserError(f"{path}: not a {kind}: a JSON {type(report).__name__}, not an object")
+    missing = [name for name in fields if name not in report]
+    if missing:
+        raise UserError(f"{path}: not a {kind}: no {', '.join(repr(name) for name in missing)}")
+    return report
+
+
+def read_table(path: Path, kind: str, columns: Sequence[str]) -> pa.Table:
+    """A whole Parquet file of ours; a UserError naming the file when it is not Parquet, is damaged, or
+    lacks one of `columns`."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:  # pyarrow raises both for a damaged file
+        raise UserError(f"{path}: not a readable {kind} file ({error})") from None
+    missing = set(columns) - set(table.schema.names)
+    if missing:
+        raise UserError(f"{path}: not a {kind} file, missing columns {', '.join(sorted(missing))}")
+    return table
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Keys in the order the code puts them (a funnel's stages in pipeline order), which is the same on
     every run."""
-    with atomic_path(path) as temporary:
+    with atomic_path(path) as temporary, storage_errors(path):
         temporary.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 class RowWriter:
-    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking."""
+    """Streams rows to Parquet in fixed-size row groups, so the bytes do not depend on chunking. A file
+    system that refuses is a StorageError naming `target` (the file `path` will become)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, metadata: dict[str, str]) -> None:
+    def __init__(
+        self, path: Path, schema: pa.Schema, metadata: dict[str, str], target: Path | None = None
+    ) -> None:
         schema = schema.with_metadata({key.encode(): value.encode() for key, value in metadata.items()})
-        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self.target = target or path
+        with storage_errors(self.target):
+            self._writer = pq.ParquetWriter(path, schema, compression="zstd")
         self._schema = schema
         self._pending: list[dict[str, Any]] = []
         self.rows = 0
@@ -146,10 +274,19 @@ class RowWriter:
         if self._pending or self.rows == 0:
             self._flush(self._pending)
         self._pending = []
-        self._writer.close()
+        with storage_errors(self.target):
+            self._writer.close()
+
+    def abandon(self) -> None:
+        """Close after a failure, quietly: the file is thrown away, and a second error (the footer does not
+        fit on a full disk either) would only hide the first."""
+        with suppress(OSError, pa.ArrowException):
+            self._writer.close()
 
     def _flush(self, rows: list[dict[str, Any]]) -> None:
-        self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        table = pa.Table.from_pylist(rows, schema=self._schema)
+        with storage_errors(self.target):
+            self._writer.write_table(table)
         self.rows += len(rows)
 
 
@@ -158,8 +295,7 @@ def read_rows(
 ) -> Iterator[dict[str, Any]]:
     """Rows of a Parquet file of ours, one row group at a time; a file of another shape is a user error.
     The `optional` columns are read where the file has them."""
-    if not path.is_file():
-        raise UserError(f"{kind} file not found: {path}")
+    check_readable_file(path, f"{kind} file")
     try:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises several kinds for a file that is not Parquet
@@ -190,6 +326,30 @@ def read_tsv_rows(path: Path) -> Iterator[dict[str, str]]:
         yield dict(zip(columns, fields, strict=True))
 
 
+class QuarantineWriter:
+    """Quarantine records of one source file, a JSON line each. A file system that refuses is a
+    StorageError naming `target` (the file `path` will become)."""
+
+    def __init__(self, path: Path, source: str, target: Path) -> None:
+        self.source = source
+        self.target = target
+        with storage_errors(target):
+            self._handle = path.open("wb")
+
+    def write(self, lines: Sequence[QuarantinedLine]) -> None:
+        with storage_errors(self.target):
+            write_quarantine(self._handle, self.source, lines)
+
+    def close(self) -> None:
+        with storage_errors(self.target):
+            self._handle.close()
+
+    def abandon(self) -> None:
+        """Close after a failure, quietly (see `RowWriter.abandon`)."""
+        with suppress(OSError):
+            self._handle.close()
+
+
 def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[QuarantinedLine]) -> None:
     for line in lines:
         record = {
@@ -199,4 +359,8 @@ def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[Quarantined
             "detail": line.detail,
             "raw": line.raw,
         }
+        if line.size is not None:
+            record["bytes"] = line.size
+        if line.sha256 is not None:
+            record["sha256"] = line.sha256
         handle.write(orjson.dumps(record) + b"\n")

@@ -5,32 +5,93 @@ Interrupts belong to the parent: workers start with Ctrl-C (SIGINT) blocked and 
 Ctrl-C prints no traceback per worker; the parent's KeyboardInterrupt (or SIGTERM, which the command
 line turns into one) closes the pool, which then terminates the workers at once instead of waiting for
 their tasks.
+
+A worker also ends when its parent dies, however it died: a SIGKILL (the OOM killer, `kill -9`) gives
+the parent no chance to stop its workers, and a worker blocked on the task queue would otherwise wait
+for ever, re-parented, holding its model (some 430 MB each). Once every worker is gone, multiprocessing's
+resource tracker reads the end of its pipe and ends too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import multiprocessing
+import os
 import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from types import TracebackType
 from typing import Any
 
+from knowref60k.core.errors import UserError
+
+logger = logging.getLogger(__name__)
 _worker: Any = None
+# More worker processes than this is a slip of the keyboard, not a machine; far more would not even fit
+# the C int a pool's semaphore holds (an OverflowError deep in multiprocessing).
+MOST_WORKERS = 1024
 # Container objects allocated (net) between two collections of the youngest generation; Python's default
 # is 700. A worker makes and drops several objects per input line.
 YOUNG_GENERATION_THRESHOLD = 50_000
+# How often a worker checks that its parent lives: the longest an orphaned worker lingers.
+PARENT_CHECK_SECONDS = 0.5
+# The exit status of a worker that ended because its parent had died.
+ORPHANED_EXIT = 3
 
 
-def _build_worker(factory: Callable[..., Any], *args: Any) -> None:
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity, which a container or taskset narrows)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def worker_count(requested: int, option: str = "--workers") -> int:
+    """The worker processes to start when `requested` are asked for: fewer than 1 or more than
+    MOST_WORKERS is a UserError; more than the CPU cores are capped at the cores, with a warning. Every
+    worker holds its own spaCy model (about 400 MB), so a worker beyond the cores adds memory and no
+    speed: 24 workers on 2 cores took 10 GB."""
+    if not 1 <= requested <= MOST_WORKERS:
+        raise UserError(f"{option} must be a whole number from 1 to {MOST_WORKERS}, not {requested}")
+    cores = usable_cores()
+    if requested > cores:
+        logger.warning(
+            "%s %d is more than the %d CPU cores here: starting %d", option, requested, cores, cores
+        )
+        return cores
+    return requested
+
+
+def _build_worker(parent: int, factory: Callable[..., Any], *args: Any) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent(parent)  # before the model loads: the parent may die while it does
     _worker = factory(*args)
     settle_garbage_collector()
+
+
+def end_with_parent(parent: int, interval: float = PARENT_CHECK_SECONDS) -> threading.Thread:
+    """End this process as soon as `parent` (the pid of the process that started it) is no longer its
+    parent: a daemon thread polls `os.getppid()`, which becomes another pid (1, or a subreaper) when the
+    parent dies. Polling rather than Linux's PR_SET_PDEATHSIG, which fires when the parent *thread* that
+    started the worker ends: the pool starts workers from whichever thread submits first (a Prefect task
+    runs in a thread of its own), and a worker must outlive that thread."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        # os._exit, not sys.exit: at once, from this thread, without cleanup that would wait on the pool's
+        # queues (whose other end died with the parent).
+        os._exit(ORPHANED_EXIT)
+
+    watcher = threading.Thread(target=watch, name="end-with-parent", daemon=True)
+    watcher.start()
+    return watcher
 
 
 def settle_garbage_collector() -> None:
@@ -72,7 +133,7 @@ class WorkerPool:
                 # spawn, not fork: the parent may run threads (Prefect, progress bars, tantivy)
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_build_worker,
-                initargs=(self._factory, *self._args),
+                initargs=(os.getpid(), self._factory, *self._args),
             )
         in_flight: deque[Future[Any]] = deque()
         for submitted, task in enumerate(tasks):

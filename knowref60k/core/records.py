@@ -29,7 +29,12 @@ class QuarantinedLine:
     line_number: int
     reason: str
     detail: str
-    raw: str
+    # The line as far as it may be kept (JSON with its author fields redacted), or None for a line that
+    # could not be parsed: its text could name a person.
+    raw: str | None
+    # The original line's size in bytes, and for a line whose text is not kept its SHA-256 (hex).
+    size: int | None = None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+from knowref60k.core.errors import UserError
 
 
 @dataclass
@@ -70,17 +70,32 @@ class PipelineStats:
 
 
 def merge_stats(stats_files: Iterable[Path]) -> PipelineStats:
-    """The funnel over the `stats` of several finished files (extraction's or prepare's reports)."""
+    """The funnel over the `stats` of several finished files (extraction's or prepare's reports); a
+    UserError naming the first file that is not such a report."""
     total = PipelineStats()
     for path in stats_files:
-        total.merge(PipelineStats.from_dict(orjson.loads(path.read_bytes())["stats"]))
+        total.merge(read_stats(path))
     return total
 
 
 def person_detection_of(stats_files: Iterable[Path]) -> str:
     """The person detection mode(s) the extraction reports were made with ("score", the default, or a
     rule), so that a funnel says which of them it counts."""
-    modes = {
-        orjson.loads(path.read_bytes()).get("config", {}).get("person_detection", "?") for path in stats_files
-    }
+    from knowref60k.core.io import read_report  # here: io loads pyarrow, which a funnel table does not need
+
+    modes = set()
+    for path in stats_files:
+        config = read_report(path, "stats report").get("config")
+        modes.add(str(config.get("person_detection", "?")) if isinstance(config, dict) else "?")
     return ", ".join(sorted(modes))
+
+
+def read_stats(path: Path) -> PipelineStats:
+    """The funnel of one finished file's report; a UserError naming the file when it holds none."""
+    from knowref60k.core.io import read_report  # here: io loads pyarrow, which a funnel table does not need
+
+    report = read_report(path, "stats report", ("stats",))
+    try:
+        return PipelineStats.from_dict(report["stats"])
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise UserError(f"{path}: not a stats report: its 'stats' are malformed ({error!r})") from None

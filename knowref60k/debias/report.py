@@ -115,11 +115,10 @@ def debias(
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> dict[str, Any]:
     """AFLite over every problem of `source`; writes aflite.parquet, report.json and report.png."""
+    problems = read_problems(source)  # a missing source is refused before --out is made
     output_folder(out_dir)
-    problems = read_problems(source)
     analysis = analyse(problems, parameters, features_name, progress)
     report = {"source": str(source), **analysis.report, "seconds": analysis.seconds}
-    out_dir.mkdir(parents=True, exist_ok=True)
     _write_scores(out_dir / "aflite.parquet", problems, analysis.labels, analysis.result)
     write_json_atomic(out_dir / "report.json", report)
     analysis.plot(out_dir / "report.png")

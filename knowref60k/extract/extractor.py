@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
@@ -14,7 +15,7 @@ from knowref60k.core.io import CANDIDATE_SCHEMA, file_sha256
 from knowref60k.core.names import NAMES_DIR
 from knowref60k.core.parallel import WorkerPool
 from knowref60k.core.paths import DATA_DIR, SCORER_DIR
-from knowref60k.core.runner import FileReport, FileRun
+from knowref60k.core.runner import FileReport, FileRun, RowSink
 from knowref60k.core.stage import stage_modules
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import __version__, code_fingerprint, data_fingerprint
@@ -117,6 +118,7 @@ class Extractor:
             self.fingerprint,
             "candidates",
             out_dir / f"{stem}.quarantine.jsonl",
+            lock_path=out_dir / f".{stem}.lock",
         )
 
     def extract_file(
@@ -126,14 +128,26 @@ class Extractor:
         input_format: str = "auto",
         progress: ProgressCallback | None = None,
     ) -> FileReport:
-        """Extract one file; a file already done with the same config and code is skipped."""
+        """Extract one file; a file already done with the same config and code is skipped. Another run
+        writing the same outputs now is an OutputsBusy error, raised before any work."""
         check_input(path)
         input_format = detect_format(path, input_format)
         run = self.file_run(path, out_dir)
-        finished = run.finished()
-        if finished is not None:
-            log.info("%s: already extracted with this config (%s), skipped", path.name, self.fingerprint)
-            return finished
+        with run.claimed():
+            finished = run.finished()
+            if finished is not None:
+                log.info("%s: already extracted with this config (%s), skipped", path.name, self.fingerprint)
+                return finished
+            sink, fields = self._extract(run, input_format, progress)
+            report = run.finish(sink, fields)
+        log.info("%s: %d candidates in %.1f s", path.name, report.rows, report.seconds)
+        return report
+
+    def _extract(
+        self, run: FileRun, input_format: str, progress: ProgressCallback | None
+    ) -> tuple[RowSink, dict[str, Any]]:
+        """The candidates of `run.source` written, and what its report records about the run."""
+        path = run.source
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.model": self.model_name}
         size = path.stat().st_size
         check = InputCheck()
@@ -148,21 +162,19 @@ class Extractor:
                 if progress:
                     progress(raw.tell(), size)
             completeness = check.report(stream)
+            # Inside the block, which then checks that the source did not change: the sha256 is of the
+            # bytes that were read.
+            sha256 = file_sha256(path)
         if completeness["complete"].startswith("suspect"):
             log.warning("%s: %s", path.name, completeness["complete"])
-        report = run.finish(
-            sink,
-            {
-                "source_sha256": file_sha256(path),
-                "model": self.model_name,
-                "model_version": model_version(self.model_name),
-                "code_version": __version__,
-                "config": self.config.to_dict(),
-                "input": completeness,
-            },
-        )
-        log.info("%s: %d candidates in %.1f s", path.name, report.rows, report.seconds)
-        return report
+        return sink, {
+            "source_sha256": sha256,
+            "model": self.model_name,
+            "model_version": model_version(self.model_name),
+            "code_version": __version__,
+            "config": self.config.to_dict(),
+            "input": completeness,
+        }
 
     def _results(self, source: str, input_format: str, chunks: Iterable[LineChunk]) -> Iterator[ChunkResult]:
         """Chunk results in input order; at most two chunks per worker in flight (constant memory)."""

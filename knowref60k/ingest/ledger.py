@@ -8,7 +8,8 @@ size or time changed, so polling a folder of 30 GB dumps stays cheap.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,6 +106,26 @@ class Ledger:
         cursor = self.db.execute("SELECT * FROM dumps ORDER BY started, file")
         columns = [column[0] for column in cursor.description]
         return [dict(zip(columns, row, strict=True)) for row in cursor]
+
+
+def settled(dumps: Sequence[Dump], seconds: float) -> tuple[list[Dump], list[Dump]]:
+    """(dumps unchanged, dumps that changed) `seconds` after they were identified: a dump still being
+    downloaded or copied into the folder keeps growing, and processing it now would mark it done
+    without its last lines. Its size and modification time are looked at again after the wait (and the
+    sha256 that `identify` took in between); a dump gone meanwhile counts as changed."""
+    if not dumps:
+        return [], []
+    time.sleep(seconds)
+    unchanged: list[Dump] = []
+    changed: list[Dump] = []
+    for dump in dumps:
+        try:
+            stat = dump.path.stat()
+            same = (stat.st_size, stat.st_mtime_ns) == (dump.size, dump.mtime_ns)
+        except FileNotFoundError:
+            same = False
+        (unchanged if same else changed).append(dump)
+    return unchanged, changed
 
 
 def _now() -> str:

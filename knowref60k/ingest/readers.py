@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import bz2
-import gzip
+import hashlib
 import io
 import lzma
-import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
 import zstandard
 
 from knowref60k.core.config import INPUT_FORMATS
 from knowref60k.core.errors import UserError
+from knowref60k.core.files import check_readable_file
 from knowref60k.core.records import Comment, QuarantinedLine
 from knowref60k.core.stats import StageStats
 
@@ -28,26 +28,74 @@ READ_SIZE = 4 * 1024 * 1024
 # What the candidates' `created_utc` column (int64) can hold.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTF8_BOM = b"\xef\xbb\xbf"
-_AUTHOR_FIELD = re.compile(r'("author\w*"\s*:\s*)"(?:[^"\\]|\\.)*"')
+REDACTED = "<redacted>"
 _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
 
-class ZstdReader(io.RawIOBase):
-    """Decompresses zstd frame after frame, and raises on a file that ends inside a frame.
+class Decoder(Protocol):
+    """What the decompressors of zlib, bz2, lzma and zstandard share: each decodes one unit (frame,
+    member, stream)."""
 
-    zstandard's `stream_reader` just stops at a truncated frame, which would lose the rest silently.
-    """
+    @property
+    def eof(self) -> bool: ...
 
-    def __init__(self, raw: BinaryIO, read_size: int = 1 << 18) -> None:
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Compression:
+    """A compressed format, read unit after unit: zstd frames, gzip members, bzip2 and xz streams."""
+
+    name: str
+    unit: str
+    new_decoder: Callable[[], Decoder]
+    # NUL bytes may follow a unit (gzip and xz tools pad files so).
+    padded: bool = False
+
+
+def _zstd_decoder() -> Decoder:
+    return cast(Decoder, zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW).decompressobj())
+
+
+COMPRESSIONS: dict[str, Compression] = {
+    ".zst": Compression("zstd", "frame", _zstd_decoder),
+    ".gz": Compression("gzip", "member", lambda: zlib.decompressobj(wbits=zlib.MAX_WBITS | 16), padded=True),
+    ".bz2": Compression("bzip2", "stream", bz2.BZ2Decompressor),
+    ".xz": Compression("xz", "stream", lzma.LZMADecompressor, padded=True),
+}
+_DECODER_ERRORS = (zstandard.ZstdError, zlib.error, lzma.LZMAError, OSError, EOFError, ValueError)
+
+
+class DamagedInput(Exception):
+    """What is wrong with a compressed input: `kind` is truncated, corrupt or trailing data."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class DecompressingReader(io.RawIOBase):
+    """Decompresses a file unit after unit and hands out every byte it could decode before it raises
+    DamagedInput: the file ends inside a unit (truncated), bytes after a whole unit start none (trailing
+    data), or the decoder refuses them (corrupt). So an error can name the last line really decoded: the
+    standard library's readers lose what the failing read had decoded, and zstandard's stream reader
+    just stops at a truncated frame, which would lose the rest silently."""
+
+    def __init__(self, raw: BinaryIO, compression: Compression, read_size: int = 1 << 18) -> None:
         self._raw = raw
+        self.compression = compression
         self._read_size = read_size
-        self._decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
-        self._frame = self._decompressor.decompressobj()
-        self._buffer = b""
-        self._truncated = False
-        # Frames decoded to their end: a dump's completeness report shows it.
-        self.frames = 0
+        self._decoder = compression.new_decoder()
+        self._unit_started = False
+        self._buffer = bytearray()
+        self._damage: DamagedInput | None = None
+        # Units decoded to their end: a dump's completeness report shows zstd's frames.
+        self.units = 0
 
     def readable(self) -> bool:
         return True
@@ -58,48 +106,71 @@ class ZstdReader(io.RawIOBase):
         return len(data)
 
     def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
+        while self._damage is None and (size < 0 or len(self._buffer) < size):
             compressed = self._raw.read(self._read_size)
             if not compressed:
-                self._truncated = not self._frame.eof and self._raw.tell() > 0
+                self._check_end()
                 break
             self._decompress(compressed)
-        data, self._buffer = (self._buffer, b"") if size < 0 else (self._buffer[:size], self._buffer[size:])
-        if not data and self._truncated:
-            raise zstandard.ZstdError("the file ends inside a zstd frame (truncated download?)")
+        cut = len(self._buffer) if size < 0 else min(size, len(self._buffer))
+        data = bytes(self._buffer[:cut])
+        del self._buffer[:cut]
+        if not data and self._damage is not None:
+            raise self._damage
         return data
+
+    def _check_end(self) -> None:
+        if self._unit_started and not self._decoder.eof:
+            name, unit = self.compression.name, self.compression.unit
+            ends = f"the file ends inside {name} {unit} {self.units + 1} (an incomplete download?)"
+            self._damage = DamagedInput("truncated", ends)
 
     def _decompress(self, compressed: bytes) -> None:
         while compressed:
-            if self._frame.eof:
-                self._frame = self._decompressor.decompressobj()
-            self._buffer += self._frame.decompress(compressed)
-            self.frames += self._frame.eof
-            compressed = self._frame.unused_data if self._frame.eof else b""
+            if self._decoder.eof:
+                compressed = compressed.lstrip(b"\0") if self.compression.padded else compressed
+                if not compressed:
+                    return
+                self._decoder, self._unit_started = self.compression.new_decoder(), False
+            try:
+                self._buffer += self._decoder.decompress(compressed)
+            except _DECODER_ERRORS as error:
+                self._damage = self._refused(error)
+                return
+            self._unit_started = True
+            if not self._decoder.eof:
+                return
+            self.units += 1
+            compressed = self._decoder.unused_data
+
+    def _refused(self, error: Exception) -> DamagedInput:
+        name, unit = self.compression.name, self.compression.unit
+        if self._unit_started:
+            return DamagedInput("corrupt", f"{name} {unit} {self.units + 1} cannot be decoded ({error})")
+        if self.units:
+            after = f"after {name} {unit} {self.units} come bytes that are not a {name} {unit} ({error})"
+            return DamagedInput("trailing data", after)
+        return DamagedInput("corrupt", f"not {name} data ({error})")
 
 
-def _open_zstd(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, ZstdReader(raw))
-
-
-def _open_gzip(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="rb"))
-
-
-def _open_bz2(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, bz2.BZ2File(raw, "rb"))
-
-
-def _open_xz(raw: BinaryIO) -> BinaryIO:
-    return cast(BinaryIO, lzma.LZMAFile(raw, "rb"))
-
-
-_DECODERS: dict[str, Callable[[BinaryIO], BinaryIO]] = {
-    ".zst": _open_zstd,
-    ".gz": _open_gzip,
-    ".bz2": _open_bz2,
-    ".xz": _open_xz,
+# Compressions and archives read by none of the decoders: a file of one of them would otherwise be read
+# as NDJSON of its compressed bytes (0 candidates, no error).
+_UNREAD_COMPRESSIONS = set(
+    ".zip .zipx .7z .rar .lz4 .lz .lzma .lzo .z .br .sz .snappy .tar .tgz .tbz2 .txz .tzst".split()
+)
+# The first bytes of compressed data, whatever the file is called: a renamed dump is named, not misread.
+# Only signatures no text line begins with.
+_COMPRESSION_SIGNATURES = {
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"\x1f\x8b\x08": "gzip",
+    b"\xfd7zXZ\x00": "xz",
+    **{b"BZh%d1AY&SY" % level: "bzip2" for level in range(1, 10)},
+    b"PK\x03\x04": "zip",
+    b"7z\xbc\xaf\x27\x1c": "7z",
+    b"Rar!\x1a\x07": "rar",
+    b"\x04\x22\x4d\x18": "lz4",
 }
+_READ_COMPRESSIONS = "zstd (.zst), gzip (.gz), bzip2 (.bz2) or xz (.xz)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +183,7 @@ class LineChunk:
 
 def compression_of(path: Path) -> str | None:
     suffix = path.suffix.lower()
-    return suffix if suffix in _DECODERS else None
+    return suffix if suffix in COMPRESSIONS else None
 
 
 def detect_format(path: Path, requested: str = "auto") -> str:
@@ -132,12 +203,27 @@ def detect_format(path: Path, requested: str = "auto") -> str:
 
 
 def check_input(path: Path) -> None:
-    if not path.exists():
-        raise UserError(f"input file not found: {path}")
-    if not path.is_file():
-        raise UserError(f"input is not a file: {path}")
-    if compression_of(path) and path.stat().st_size == 0:
-        raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump")
+    """A file we can read: compressed in a way we decompress, or not at all; else a UserError."""
+    check_readable_file(path, "input file")
+    # The inner suffix too: the .tar of a .tar.gz is an archive, not lines.
+    inner = path.with_suffix("") if compression_of(path) else path
+    suffix = next((s for s in (path.suffix.lower(), inner.suffix.lower()) if s in _UNREAD_COMPRESSIONS), None)
+    if suffix:
+        raise UserError(
+            f"{path}: {suffix} files cannot be read; compress with {_READ_COMPRESSIONS}, or not at all"
+        )
+    with path.open("rb") as raw:
+        head = raw.read(max(map(len, _COMPRESSION_SIGNATURES)))
+    if compression_of(path):
+        if not head:
+            raise UserError(f"{path}: the compressed file is empty (0 bytes), not an empty dump")
+        return
+    found = next((name for sign, name in _COMPRESSION_SIGNATURES.items() if head.startswith(sign)), None)
+    if found:
+        raise UserError(
+            f"{path}: the content is {found}-compressed, which the name does not say; the files read are "
+            f"compressed with {_READ_COMPRESSIONS} and named so, or not compressed"
+        )
 
 
 @contextmanager
@@ -148,8 +234,8 @@ def open_input(path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]:
     """
     check_input(path)
     with path.open("rb") as raw:
-        decoder = _DECODERS.get(compression_of(path) or "")
-        yield raw, decoder(raw) if decoder else raw
+        compression = COMPRESSIONS.get(compression_of(path) or "")
+        yield raw, cast(BinaryIO, DecompressingReader(raw, compression)) if compression else raw
 
 
 def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) -> Iterator[LineChunk]:
@@ -163,10 +249,11 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
     while True:
         try:
             block = stream.read(read_size)
-        except (zstandard.ZstdError, OSError, EOFError, lzma.LZMAError, zlib.error) as error:
-            raise UserError(
-                f"{source}: the compressed data is corrupt or truncated after line {next_line - 1}: {error}"
-            ) from None
+        except DamagedInput as damage:
+            # Every line before the damage has been handed out: `next_line - 1` is the last one decoded.
+            raise UserError(f"{source}: {damage.kind} after line {next_line - 1}: {damage.detail}") from None
+        except OSError as error:
+            raise UserError(f"{source}: cannot be read after line {next_line - 1}: {error}") from None
         if not block:
             break
         buffer = carry + block
@@ -184,7 +271,7 @@ def iter_line_chunks(stream: BinaryIO, source: str, read_size: int = READ_SIZE) 
 class InputCheck:
     """Watches the chunks of one input go by, and says afterwards whether the input looks complete.
 
-    A truncated zstd frame is already an error (ZstdReader). What a file cannot show is a multi-frame
+    A truncated zstd frame is already an error (DecompressingReader). What a file cannot show is a multi-frame
     `.zst` cut exactly between two frames, or a plain file cut between two lines: both read as shorter,
     well-formed dumps. What can be seen is reported: the line count, whether the last line ends with a
     newline (a dump cut inside a line does not), and the number of zstd frames.
@@ -204,7 +291,9 @@ class InputCheck:
 
     def report(self, stream: BinaryIO) -> dict[str, Any]:
         """The input's completeness, for the stats report and the ledger."""
-        frames = stream.frames if isinstance(stream, ZstdReader) else None
+        frames = None
+        if isinstance(stream, DecompressingReader) and stream.compression.name == "zstd":
+            frames = stream.units
         if not self.ends_with_newline:
             verdict = "suspect: the last line has no newline (a download cut inside a line?)"
         elif frames is not None and frames > 1:
@@ -269,23 +358,42 @@ def parse_chunk(
     return comments, quarantined
 
 
-def _quarantine(line_number: int, line: bytes, reason: str, detail: str) -> QuarantinedLine:
-    raw = redact_usernames(line.decode("utf-8", errors="backslashreplace"))
-    return QuarantinedLine(line_number, reason, detail, raw)
+def _unreadable(line_number: int, line: bytes, reason: str, detail: str) -> QuarantinedLine:
+    """A line that could not be parsed: its text is not kept, since nothing in it can be told apart as a
+    username (an author field in single quotes, cut short, of any shape); its size and hash are, to find
+    and check it in the dump."""
+    return QuarantinedLine(line_number, reason, detail, None, len(line), hashlib.sha256(line).hexdigest())
 
 
-def redact_usernames(raw: str) -> str:
-    """The line with the values of its `author*` fields (the Reddit username, its t2_ id, flair)
-    replaced: a quarantine file keeps what is needed to fix a line, not who wrote it. Works on lines
-    that are not valid JSON too."""
-    return _AUTHOR_FIELD.sub(r'\1"<redacted>"', raw)
+def _unusable(
+    line_number: int, line: bytes, record: dict[str, Any], reason: str, detail: str
+) -> QuarantinedLine:
+    """A JSON object that cannot be used: kept for repair, with every author field redacted."""
+    raw = orjson.dumps(redact_authors(record)).decode()
+    return QuarantinedLine(line_number, reason, detail, raw, len(line))
+
+
+def redact_authors(record: Any) -> Any:
+    """The parsed record with the value of every key that contains "author" (any case, at any depth:
+    `author`, `author_fullname`, `author_flair_text`, an `author` object or list) replaced by
+    "<redacted>", in place: a quarantine file keeps what is needed to fix a line, not who wrote it."""
+    pending = [record]
+    while pending:  # not recursive: a line may nest a thousand levels deep
+        node = pending.pop()
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in children:
+            if isinstance(key, str) and "author" in key.lower():
+                node[key] = REDACTED
+            elif isinstance(value, dict | list):
+                pending.append(value)
+    return record
 
 
 def _parse_text_line(line_number: int, line: bytes) -> Comment | QuarantinedLine:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as error:
-        return _quarantine(line_number, line, "invalid_utf8", str(error))
+        return _unreadable(line_number, line, "invalid_utf8", str(error))
     return Comment(comment_id=str(line_number), body=text, line_number=line_number)
 
 
@@ -294,15 +402,15 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
         record = orjson.loads(line)
     except orjson.JSONDecodeError as error:
         reason = "invalid_utf8" if "UTF-8" in str(error) else "invalid_json"
-        return _quarantine(line_number, line, reason, str(error))
+        return _unreadable(line_number, line, reason, str(error))
     if not isinstance(record, dict):
-        return _quarantine(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
+        return _unreadable(line_number, line, "not_an_object", f"a JSON {type(record).__name__}")
     body = record["body"] if "body" in record else record.get("text")
     if type(body) is not str:
-        return _quarantine(line_number, line, "missing_body", "no string field 'body' (or 'text')")
+        return _unusable(line_number, line, record, "missing_body", "no string field 'body' (or 'text')")
     created = _as_int(record.get("created_utc"))
     if created is False:
-        return _quarantine(line_number, line, "bad_created_utc", repr(record.get("created_utc")))
+        return _unusable(line_number, line, record, "bad_created_utc", repr(record.get("created_utc")))
     return Comment(
         comment_id=_as_text(record.get("id")) or str(line_number),
         body=body,

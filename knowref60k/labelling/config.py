@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from knowref60k.core.config import load_section
+from knowref60k.core.config import load_section, one_of, refuse_bad_choices
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.core.validity_model import operating_point
@@ -40,7 +40,7 @@ class LabellingConfig:
     controls: tuple[str, ...] = (str(DEFAULT_CONTROLS),)
     # How many annotators a task admits at once (knowref60k.labelling.slots): "fewest", the fewest further
     # votes that could decide it, or "agreeing", those that decide if they all agree (docs: measured).
-    overlap_policy: str = "fewest"
+    overlap_policy: str = one_of(POLICIES, "fewest")
     # The share of items that collect every vote their rule can take whatever it decided early, so that
     # agreement is measured on a sample early stopping does not select; drawn by a hash of the item id.
     audit_share: float = 0.05
@@ -51,10 +51,7 @@ class LabellingConfig:
             raise UserError(f"control_share must be in [0, 1), not {self.control_share}")
         if not 0 <= self.audit_share <= 1:
             raise UserError(f"audit_share must be in [0, 1], not {self.audit_share}")
-        if self.overlap_policy not in POLICIES:
-            raise UserError(
-                f"overlap_policy must be one of {', '.join(POLICIES)}, not {self.overlap_policy!r}"
-            )
+        refuse_bad_choices(self)
         # Built here so that a bad rule is refused when the settings are read, not in the middle of a collect.
         _ = (self.screening_rule, self.resolution_rule)
 

@@ -21,3 +21,5 @@ class PrepareContext:
     pools: Mapping[str, NamePool]
     # The validity score below which a candidate is set aside (the config's, else the model's default).
     validity_threshold: float = 0.0
+    # The input being prepared (its items file's stem): the index tells a rerun of it from another input.
+    input_name: str = ""

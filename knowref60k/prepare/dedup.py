@@ -3,6 +3,12 @@
 The index is a SQLite file. Kept items keep their MinHash signature there, so a later run rebuilds the
 same LSH and finds copies of items kept months ago. The first item seen is kept; every later copy is
 recorded with the kept item's id, the kind of match, the similarity, and where the copy came from.
+
+A kept item also records the input (the candidates file's name, which names its items file) that kept
+it. Asking again about a kept id from that same input, in a later run, says "kept" again: a rerun
+rewrites that input's items file, so nothing is doubled. The same id from another input (a copy of a
+candidates file under another name), or twice within one run of an input, would be a second item
+with the same id: it is a duplicate, recorded in `repeats` with the input that kept it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import numpy as np
 from datasketch import LeanMinHash, MinHash, MinHashLSH
 
 from knowref60k.core.config import PrepareConfig
-from knowref60k.core.errors import UserError
+from knowref60k.core.errors import StorageError, UserError
+from knowref60k.core.io import storage_errors
 
 MINHASH_SEED = 1
 # Named explicitly: stored signatures (uint32 each) must be read back with the scheme that made them.
@@ -33,7 +40,14 @@ CREATE TABLE IF NOT EXISTS kept (
     exact_key TEXT NOT NULL UNIQUE,
     signature BLOB NOT NULL,
     source_file TEXT NOT NULL,
-    comment_id TEXT NOT NULL
+    comment_id TEXT NOT NULL,
+    input_name TEXT
+);
+CREATE TABLE IF NOT EXISTS repeats (
+    candidate_id TEXT NOT NULL REFERENCES kept(candidate_id),
+    input_name TEXT NOT NULL,
+    kept_input TEXT NOT NULL,
+    PRIMARY KEY (candidate_id, input_name)
 );
 CREATE TABLE IF NOT EXISTS copies (
     candidate_id TEXT PRIMARY KEY,
@@ -60,13 +74,19 @@ def shingles(normalised: str, size: int) -> list[bytes]:
     return [" ".join(words[i : i + size]).encode() for i in range(len(words) - size + 1)]
 
 
+# The kind of a duplicate that has the very id of a kept item (another input had it, or this one twice).
+SAME_ID = "same_id"
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What the index says about one item: kept, or a copy of `kept_id` ('exact' or 'near')."""
+    """What the index says about one item: kept, or a copy of `kept_id` ('exact', 'near' or SAME_ID);
+    `kept_in` names the input that kept it, where the index knows it."""
 
     kind: str
     kept_id: str
     similarity: float
+    kept_in: str | None = None
 
     @property
     def is_kept(self) -> bool:
@@ -79,10 +99,17 @@ class DedupIndex:
 
     def __init__(self, path: Path, config: PrepareConfig) -> None:
         self.config = config
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
+        with storage_errors(path.parent, "create the folder"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(path)
+        except sqlite3.OperationalError as error:
+            raise StorageError(f"cannot open the de-duplication index {path}: {error}") from None
+        # Ids kept since the last commit: the same id again before the commit is a repeat in this run.
+        self._uncommitted: set[str] = set()
         try:
             self.db.executescript(_SCHEMA)
+            self._add_input_column()
             self._check_settings(path)
             self._load()
         except sqlite3.DatabaseError as error:
@@ -98,11 +125,21 @@ class DedupIndex:
 
     def commit(self) -> None:
         self.db.commit()
+        self._uncommitted.clear()
 
     def rollback(self) -> None:
         """Forget every decision since the last commit, on disk and in memory."""
         self.db.rollback()
+        self._uncommitted.clear()
         self._load()
+
+    def _add_input_column(self) -> None:
+        """An index made before kept items recorded their input gets the column, empty (NULL): the first
+        input to ask about such an item afterwards takes it over (see `_kept_again`)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(kept)")}
+        if "input_name" not in columns:
+            self.db.execute("ALTER TABLE kept ADD COLUMN input_name TEXT")
+            self.db.commit()
 
     def _load(self) -> None:
         self.lsh = MinHashLSH(
@@ -146,10 +183,12 @@ class DedupIndex:
         minhash.update_batch(shingles(normalised, self.config.shingle_words))
         return LeanMinHash(minhash)
 
-    def decide(self, row: dict[str, Any]) -> Decision:
-        """Keep the item or record it as a copy; asking again about the same item gives the same answer."""
+    def decide(self, row: dict[str, Any], input_name: str = "") -> Decision:
+        """Keep the item or record it as a copy. `input_name` names the input the row comes from (its
+        items file): a later run of the same input gets the same answers; an id kept from another input,
+        or already kept in this run, is a SAME_ID duplicate."""
         candidate_id = row["candidate_id"]
-        previous = self._previous(candidate_id)
+        previous = self._previous(candidate_id, input_name)
         if previous is not None:
             return previous
         normalised = normalise(row["sentence"])
@@ -162,19 +201,45 @@ class DedupIndex:
         if near is not None:
             return self._record_copy(row, near)
         self.db.execute(
-            "INSERT INTO kept VALUES (?, ?, ?, ?, ?)",
-            (candidate_id, exact_key, signature.hashvalues.tobytes(), row["source_file"], row["comment_id"]),
+            "INSERT INTO kept (candidate_id, exact_key, signature, source_file, comment_id, input_name) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                candidate_id,
+                exact_key,
+                signature.hashvalues.tobytes(),
+                row["source_file"],
+                row["comment_id"],
+                input_name,
+            ),
         )
         self._remember(candidate_id, signature)
-        return Decision("kept", candidate_id, 1.0)
+        self._uncommitted.add(candidate_id)
+        return Decision("kept", candidate_id, 1.0, input_name)
 
-    def _previous(self, candidate_id: str) -> Decision | None:
+    def _previous(self, candidate_id: str, input_name: str) -> Decision | None:
         if candidate_id in self._signatures:
-            return Decision("kept", candidate_id, 1.0)
+            return self._kept_again(candidate_id, input_name)
         copy = self.db.execute(
             "SELECT kind, kept_candidate_id, similarity FROM copies WHERE candidate_id = ?", (candidate_id,)
         ).fetchone()
         return Decision(*copy) if copy else None
+
+    def _kept_again(self, candidate_id: str, input_name: str) -> Decision:
+        """A kept id asked about again: "kept" for a later run of the input that kept it (a NULL input, from
+        an index older than the column, is taken over by the first input to ask); a SAME_ID duplicate of
+        it from any other input, or from the same input twice in one run."""
+        (kept_in,) = self.db.execute(
+            "SELECT input_name FROM kept WHERE candidate_id = ?", (candidate_id,)
+        ).fetchone()
+        if kept_in is None:
+            claim = "UPDATE kept SET input_name = ? WHERE candidate_id = ?"
+            self.db.execute(claim, (input_name, candidate_id))
+            self._uncommitted.add(candidate_id)
+            return Decision("kept", candidate_id, 1.0, input_name)
+        if kept_in == input_name and candidate_id not in self._uncommitted:
+            return Decision("kept", candidate_id, 1.0, kept_in)
+        self.db.execute("INSERT OR IGNORE INTO repeats VALUES (?, ?, ?)", (candidate_id, input_name, kept_in))
+        return Decision(SAME_ID, candidate_id, 1.0, kept_in)
 
     def _nearest(self, signature: LeanMinHash) -> Decision | None:
         """The earliest kept item at least as similar as the threshold (LSH finds, signatures confirm)."""
@@ -207,3 +272,11 @@ class DedupIndex:
         )
         columns = [column[0] for column in cursor.description]
         return [dict(zip(columns, values, strict=True)) for values in cursor]
+
+    def repeats_of(self, candidate_id: str) -> list[dict[str, Any]]:
+        """Every input that had a kept item's very id again, and the input that kept it."""
+        cursor = self.db.execute(
+            "SELECT input_name, kept_input FROM repeats WHERE candidate_id = ? ORDER BY rowid",
+            (candidate_id,),
+        )
+        return [{"input_name": name, "kept_input": kept} for name, kept in cursor]

@@ -5,8 +5,10 @@ Adding a stage is one new module in `stages/` plus one line in `STAGES`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +16,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.config import PrepareConfig
-from knowref60k.core.errors import UserError
-from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA, atomic_path, read_rows
+from knowref60k.core.errors import StorageError, UserError
+from knowref60k.core.io import (
+    CANDIDATE_SCHEMA,
+    ITEM_SCHEMA,
+    atomic_path,
+    distinct_files,
+    read_rows,
+    storage_errors,
+)
 from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
-from knowref60k.core.runner import FileReport, FileRun
+from knowref60k.core.runner import FileReport, FileRun, RowSink
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.validity_model import operating_point
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
-from knowref60k.prepare.dedup import DedupIndex
+from knowref60k.prepare.dedup import SAME_ID, DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.perturb import Perturb
 from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
@@ -52,6 +61,24 @@ def items_stem(candidates_path: Path) -> str:
     return name[: -len(CANDIDATES_SUFFIX)] if name.endswith(CANDIDATES_SUFFIX) else candidates_path.stem
 
 
+def candidate_files(paths: Iterable[Path]) -> list[Path]:
+    """The candidates files to prepare: a file given twice (or by two spellings) once, since preparing it
+    again would count its items twice; different files that would write the same items file (a/RC_x and
+    b/RC_x) are refused, since the second would replace the first's items."""
+    files = distinct_files(paths)
+    by_stem: dict[str, list[Path]] = {}
+    for path in files:
+        by_stem.setdefault(items_stem(path), []).append(path)
+    clashes = {stem: group for stem, group in by_stem.items() if len(group) > 1}
+    if clashes:
+        listed = "; ".join(f"{stem}.*: {', '.join(map(str, group))}" for stem, group in clashes.items())
+        raise UserError(
+            f"candidates files would write the same items files ({listed}); rename one, or prepare them "
+            "into different --out folders"
+        )
+    return files
+
+
 def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
     return read_rows(path, CANDIDATE_SCHEMA.names, "candidates")
 
@@ -63,10 +90,15 @@ def validity_threshold(config: PrepareConfig) -> float:
     return operating_point("threshold")
 
 
+def set_aside_path(candidates_path: Path, out_dir: Path) -> Path:
+    return out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet"
+
+
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:
     """The candidates set aside by score, as a candidates file (an empty one when there are none)."""
-    with atomic_path(path) as temporary:
-        pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), temporary, compression="zstd")
+    table = pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA)
+    with atomic_path(path) as temporary, storage_errors(path):
+        pq.write_table(table, temporary, compression="zstd")
 
 
 def prepare_fingerprint(config: PrepareConfig) -> str:
@@ -103,30 +135,65 @@ class Preparer:
             self.fingerprint,
             "items",
             out_dir / f"{stem}.invalid-candidates.jsonl",
+            lock_path=out_dir / f".{stem}.lock",
+            extra_outputs=[set_aside_path(candidates_path, out_dir)],
         )
 
     def prepare_file(self, candidates_path: Path, out_dir: Path) -> FileReport:
-        """Items of one candidates file; a file already prepared with this config and code is skipped."""
+        """Items of one candidates file; a file already prepared with this config and code is skipped.
+        Another run writing the same outputs now is an OutputsBusy error, raised before any work."""
         if not candidates_path.is_file():
             raise UserError(f"candidates file not found: {candidates_path}")
         run = self.file_run(candidates_path, out_dir)
-        finished = run.finished()
-        if finished is not None:
-            return finished
+        with run.claimed():
+            finished = run.finished()
+            if finished is not None:
+                return finished
+            sink, origins = self._prepare(run, out_dir)
+            fields = {
+                "config": self.config.to_dict(),
+                "index": str(self.index_path),
+                "same_id_duplicates": origins,
+            }
+            report = run.finish(sink, fields)
+        log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
+        return report
+
+    def _prepare(self, run: FileRun, out_dir: Path) -> tuple[RowSink, dict[str, int]]:
+        """The items of `run.source` written, and the index's decisions committed with them; the ids left
+        out because another input had kept them, by that input."""
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.seed": str(self.config.seed)}
-        stages = [stage(self.context) for stage in STAGES]
+        context = dataclasses.replace(self.context, input_name=items_stem(run.source))
+        stages = [stage(context) for stage in STAGES]
         try:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
-                for item in chain(stages, read_candidates(candidates_path)):
+                for item in chain(stages, read_candidates(run.source)):
                     sink.write([item])
                 sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
                 set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
-                write_set_aside(out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet", set_aside)
+                write_set_aside(set_aside_path(run.source, out_dir), set_aside)
             self.index.commit()
+        except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
+            self.index.rollback()
+            raise StorageError(f"cannot write the de-duplication index {self.index_path}: {error}") from None
         except BaseException:
             self.index.rollback()
             raise
-        report = run.finish(sink, {"config": self.config.to_dict(), "index": str(self.index_path)})
-        log.info("%s: %d items in %.1f s", candidates_path.name, report.rows, report.seconds)
-        return report
+        return sink, same_id_origins(run.source, stages)
+
+
+def same_id_origins(candidates_path: Path, stages: Iterable[Stage[Any, Any]]) -> dict[str, int]:
+    """Candidates left out because their very id was already kept, by the input that kept it; each such
+    input is also logged, since a copy of a candidates file under another name is likely a mistake."""
+    dedup = next(stage for stage in stages if isinstance(stage, Deduplicate))
+    origins = dict(sorted(dedup.same_id_origins.items()))
+    for origin, count in origins.items():
+        log.warning(
+            "%s: %d candidates have the id of an item already kept from %s: left out as %s_duplicate",
+            candidates_path.name,
+            count,
+            "this file earlier in the run" if origin == items_stem(candidates_path) else origin,
+            SAME_ID,
+        )
+    return origins

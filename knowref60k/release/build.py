@@ -8,7 +8,9 @@ clock (its date is the newest vote's), and an existing version is never overwrit
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Mapping
@@ -21,7 +23,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import file_sha256, read_rows
+from knowref60k.core.io import (
+    file_sha256,
+    output_folder,
+    read_report,
+    read_rows,
+    read_table,
+    storage_errors,
+)
 from knowref60k.core.stats import PipelineStats, merge_stats, person_detection_of
 from knowref60k.core.versioning import __version__, code_fingerprint
 from knowref60k.labelling.decisions import CHOICES, KEPT, RESOLUTION
@@ -39,6 +48,8 @@ from knowref60k.release.splits import SPLITS, split_of
 if TYPE_CHECKING:
     from knowref60k.debias.report import Analysis
 
+log = logging.getLogger(__name__)
+
 SHARD_ROWS = 100_000
 # What has passed each early extraction stage, as the release funnel shows it.
 FUNNEL_LABELS = {
@@ -49,6 +60,9 @@ FUNNEL_LABELS = {
     "connective": "one connective",
 }
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
+# A version names its folder inside the releases folder: a plain name, so that it can neither point
+# elsewhere ("../x", "/x", "a/b") nor hide (".x") nor be empty.
+VERSION_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 # What agreement and the release rows read of a vote.
 VOTE_COLUMNS = (
     "stage",
@@ -60,6 +74,35 @@ VOTE_COLUMNS = (
     "updated_at",
     "simulated",
 )
+# What a release reads of an item (`release_row`).
+ITEM_COLUMNS = (
+    "candidate_id",
+    "perturbed_sentence",
+    "name1",
+    "name1_start",
+    "name1_end",
+    "name2",
+    "name2_start",
+    "name2_end",
+    "pronoun",
+    "perturbed_pronoun_start",
+    "perturbed_pronoun_end",
+    "comment_id",
+    "link_id",
+    "subreddit",
+    "created_utc",
+    "source_file",
+)
+
+
+def check_version(version: str) -> str:
+    """The version, once it is a plain folder name; else a UserError."""
+    if not VERSION_NAME.fullmatch(version):
+        raise UserError(
+            f"release version {version!r} is not a plain name: use letters, digits, '.', '_' and '-' "
+            "(not starting with '.'), e.g. 2026.11 or v1.0.0"
+        )
+    return version
 
 
 def opaque(annotator_id: Any) -> str:
@@ -82,7 +125,8 @@ class ReleaseInputs:
 
 
 def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
-    """Items, votes and the funnel's stats of one pipeline folder (candidates/, items/)."""
+    """Items, votes and the funnel's stats of one pipeline folder (candidates/, items/); a file among them
+    that is damaged or not ours is a UserError naming it."""
     items_files = sorted((run_dir / "items").glob("*.items.parquet"))
     stats_files = sorted((run_dir / "candidates").glob("*.stats.json"))
     if not items_files or not stats_files:
@@ -91,36 +135,65 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         )
     if not votes_path.is_file():
         raise UserError(f"votes not found: {votes_path} (run `knowref60k annotate collect` first)")
-    items: dict[str, dict[str, Any]] = {}
-    seeds = set()
-    for path in items_files:
-        table = pq.read_table(path)
-        seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
-        items.update((row["candidate_id"], row) for row in table.to_pylist())
-    extracted = [orjson.loads(path.read_bytes()) for path in stats_files]
-    prepared = [
-        orjson.loads(path.read_bytes()) for path in sorted((run_dir / "items").glob("*.prepare.json"))
-    ]
-    sources = [
-        {
-            "file": report["source_file"],
-            "sha256": report.get("source_sha256"),
-            "size": report["source"]["size"],
-        }
-        for report in extracted
-    ]
+    items, seeds = read_items(items_files)
+    extracted = [extraction_report(path) for path in stats_files]
+    # Read to refuse a damaged report; not summed: two items files may hold the same ids (a candidates
+    # file prepared under two names), and the funnel counts each item once, by id.
+    for path in sorted((run_dir / "items").glob("*.prepare.json")):
+        prepared_items(path)
     votes, rejected = read_votes(votes_path, items)
     return ReleaseInputs(
         items=items,
         votes=votes,
         extraction=merge_stats(stats_files),
         candidates=sum(report["candidates"] for report in extracted),
-        unique_items=sum(report["items"] for report in prepared),
-        sources=sources,
+        unique_items=len(items),
+        sources=[
+            {"file": report["source_file"], "sha256": report.get("source_sha256"), "size": report["size"]}
+            for report in extracted
+        ],
         perturbation_seed=",".join(sorted(seeds)),
         person_detection=person_detection_of(stats_files),
         rejected_votes=rejected,
     )
+
+
+def read_items(paths: list[Path]) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """Every item of the files by id, and the perturbation seeds they were made with. An id read twice
+    (a candidates file prepared under two names) is one item, with a warning naming the files."""
+    items: dict[str, dict[str, Any]] = {}
+    seeds = set()
+    repeated: Counter[str] = Counter()
+    for path in paths:
+        table = read_table(path, "items", ITEM_COLUMNS)
+        seeds.add((table.schema.metadata or {}).get(b"knowref60k.seed", b"?").decode())
+        for row in table.to_pylist():
+            repeated[path.name] += row["candidate_id"] in items
+            items[row["candidate_id"]] = row
+    if repeated.total():
+        log.warning(
+            "items with the id of an item already read, each id released once: %s",
+            ", ".join(f"{name} {count}" for name, count in repeated.items() if count),
+        )
+    return items, seeds
+
+
+def extraction_report(path: Path) -> dict[str, Any]:
+    """What the release reads of an extraction's stats report, its numbers checked: a UserError naming
+    the file when one is missing or not a whole number."""
+    report = read_report(path, "stats report", ("source_file", "source", "candidates"))
+    size = report["source"].get("size") if isinstance(report["source"], dict) else None
+    if type(size) is not int or type(report["candidates"]) is not int:
+        raise UserError(f"{path}: not a stats report: 'candidates' or the source's 'size' is not a number")
+    return {**report, "size": size}
+
+
+def prepared_items(path: Path) -> int:
+    """The number of items a prepare report counts; a UserError naming the file when it has none."""
+    items = read_report(path, "prepare report", ("items",))["items"]
+    if type(items) is not int:
+        raise UserError(f"{path}: not a prepare report: 'items' is {items!r}, not a number")
+    return items
 
 
 def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -207,11 +280,12 @@ def build_release(
     """Write data/releases/<version>/; refuses to overwrite an existing version. With an overlap audit,
     every item gets the audit's columns and the card its report and figure."""
     config = config or ReleaseConfig()
-    target = releases_dir / version
+    target = releases_dir / check_version(version)
     if target.exists():
         raise UserError(
             f"release {version} exists at {target}: releases are never overwritten, pick a new version"
         )
+    output_folder(releases_dir)
     inputs = read_inputs(run_dir, votes_path)
     labelled = label(inputs.items, inputs.votes, config.labelling, opaque, config.control_answers())
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in SPLITS}
@@ -223,11 +297,12 @@ def build_release(
     debiased = _debias(rows, config.debias) if config.debias else None
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    (staging / "data").mkdir(parents=True)
     try:
-        contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
-        _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
-        os.rename(staging, target)
+        with storage_errors(target, "write the release"):
+            (staging / "data").mkdir(parents=True)
+            contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
+            _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
+            os.rename(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     simulated = contents.simulated_votes > 0

@@ -22,9 +22,14 @@ class ReleaseConfig:
     debias: str | None = None
 
     def __post_init__(self) -> None:
-        if sorted(self.proportions) != sorted(SPLITS) or abs(sum(self.proportions.values()) - 1) > 1e-9:
+        shares = self.proportions
+        # NaN fails the range test too, where it would pass a test of the sum (NaN compares false).
+        in_range = all(0 <= share <= 1 for share in shares.values())
+        if sorted(shares) != sorted(SPLITS) or not in_range or abs(sum(shares.values()) - 1) > 1e-9:
+            given = ", ".join(f"{name} {share:g}" for name, share in shares.items())
             raise UserError(
-                f"split proportions must give {', '.join(SPLITS)} and sum to 1: {self.proportions}"
+                f"split proportions must give {', '.join(SPLITS)} each a share in [0, 1], the three "
+                f"summing to 1, not {given}"
             )
 
     def control_answers(self) -> dict[str, str]:
