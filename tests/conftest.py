@@ -114,8 +114,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.fixture(scope="session")
 def extractor() -> CandidateExtractor:
-    """The whole extraction with the real installed spaCy pipeline, loaded once per test session."""
-    config = ExtractConfig()
+    """The whole extraction with the real installed spaCy pipeline, loaded once per test session, with the
+    rules' person detection (`both`): the tests that use it examine what the rules decide; the default,
+    the validity score, is measured on whole files (test_evaluation, test_gold, the flows)."""
+    config = ExtractConfig(person_detection="both")
     return CandidateExtractor(config, resolve_model_name(config.model))
 
 

@@ -80,14 +80,20 @@ def storage_errors(path: Path, doing: str = "write") -> Iterator[None]:
         raise storage_error(error, path, doing) from None
 
 
-def output_folder(path: Path, option: str = "--out") -> Path:
-    """`path` as a folder to write into, created if missing, before any work is done: a UserError when it,
-    or the nearest of its parents that exists, is a file (the folder could then never be made); a
-    StorageError when it cannot be created or written into."""
+def refuse_file_as_folder(path: Path, option: str = "--out") -> None:
+    """A UserError when `path`, or the nearest of its parents that exists, is a file (the folder could
+    then never be made); nothing is created."""
     existing = next((folder for folder in (path, *path.parents) if folder.exists()), None)
     if existing is not None and not existing.is_dir():
         where = "" if existing == path else f" ({existing})"
         raise UserError(f"{option} {path}{where} is a file, not a folder")
+
+
+def output_folder(path: Path, option: str = "--out") -> Path:
+    """`path` as a folder to write into, created if missing, before any work is done: a UserError when it,
+    or the nearest of its parents that exists, is a file; a StorageError when it cannot be created or
+    written into."""
+    refuse_file_as_folder(path, option)
     with storage_errors(path, "create the folder"):
         path.mkdir(parents=True, exist_ok=True)
     if not os.access(path, os.W_OK | os.X_OK):
