@@ -48,7 +48,10 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
         reddit_slice,
     ]
     out = tmp_path / "out"
-    run = pipeline_flow([str(p) for p in dumps], str(out))
+    # The rules' person detection: the counts below are theirs (the default's are in test_extract).
+    config = tmp_path / "rules.toml"
+    config.write_text('[extract]\nperson_detection = "both"\n')
+    run = pipeline_flow([str(p) for p in dumps], str(out), str(config))
     extracted, prepared = run["extract"], run["prepare"]
     assert [f["skipped"] for f in extracted["files"]] == [False, False, False]
 
@@ -89,7 +92,7 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
         return {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name not in summaries}
 
     outputs = snapshot()
-    again = pipeline_flow([str(p) for p in dumps], str(out))
+    again = pipeline_flow([str(p) for p in dumps], str(out), str(config))
     assert [f["skipped"] for f in again["extract"]["files"]] == [True, True, True]
     assert [f["skipped"] for f in again["prepare"]["files"]] == [True, True, True]
     assert snapshot() == outputs
