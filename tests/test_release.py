@@ -283,6 +283,7 @@ def synthetic_run(run: Path, threads: dict[str, int]) -> Path:
         "source_sha256": "0" * 64,
         "candidates": 0,
         "stats": PipelineStats().to_dict(),
+        "config": {"person_detection": "score"},
     }
     (run / "candidates" / "RC_2099-01.stats.json").write_bytes(orjson.dumps(stats))
     votes = [vote(a, "antecedent1", a + 1, row["candidate_id"]) for row in rows for a in range(5)]
@@ -664,6 +665,8 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     text = (tmp_path / "r" / "v1" / "README.md").read_text()
     card = DatasetCard(text)
     assert "6 items were placed by thread and 0 by their own id" in text
+    # The funnel names how the candidates' two people were found (the default: the validity score).
+    assert "| two person antecedents (candidates; person detection: score) | 0 |" in text
     stats = CliRunner().invoke(app, ["stats", str(tmp_path / "r" / "v1")])
     assert "README.md: not a table" in stats.output and "None rows" not in stats.output
     assert card.data.license == "cc-by-4.0" and card.data.pretty_name
