@@ -6,7 +6,7 @@ import errno
 import hashlib
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
@@ -78,6 +78,16 @@ def storage_errors(path: Path, doing: str = "write") -> Iterator[None]:
         yield
     except OSError as error:
         raise storage_error(error, path, doing) from None
+
+
+def output_clashes(paths: Iterable[Path], stem_of: Callable[[Path], str]) -> str:
+    """The inputs that would write the same output files (one stem), listed for an error message; empty
+    when none does."""
+    by_stem: dict[str, list[Path]] = {}
+    for path in paths:
+        by_stem.setdefault(stem_of(path), []).append(path)
+    clashes = {stem: group for stem, group in by_stem.items() if len(group) > 1}
+    return "; ".join(f"{stem}.*: {', '.join(map(str, group))}" for stem, group in clashes.items())
 
 
 def refuse_file_as_folder(path: Path, option: str = "--out") -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import CANDIDATE_SCHEMA, file_sha256
+from knowref60k.core.io import CANDIDATE_SCHEMA, file_sha256, output_clashes
 from knowref60k.core.names import NAMES_DIR
 from knowref60k.core.parallel import WorkerPool
 from knowref60k.core.paths import DATA_DIR, SCORER_DIR
@@ -51,12 +51,8 @@ def output_stem(path: Path) -> str:
 def check_distinct_outputs(paths: Sequence[Path]) -> None:
     """Refuse inputs that would write the same output files (`a/RC_x.zst` and `b/RC_x.ndjson`, or one
     file given twice): the second would overwrite the first's candidates, and the funnel count it twice."""
-    by_stem: dict[str, list[Path]] = {}
-    for path in paths:
-        by_stem.setdefault(output_stem(path), []).append(path)
-    clashes = {stem: group for stem, group in by_stem.items() if len(group) > 1}
-    if clashes:
-        listed = "; ".join(f"{stem}.*: {', '.join(map(str, group))}" for stem, group in clashes.items())
+    listed = output_clashes(paths, output_stem)
+    if listed:
         raise UserError(
             f"inputs would write the same output files ({listed}); rename one, or extract them into "
             "different --out folders"

@@ -22,6 +22,7 @@ from knowref60k.core.io import (
     ITEM_SCHEMA,
     atomic_path,
     distinct_files,
+    output_clashes,
     read_rows,
     storage_errors,
 )
@@ -66,12 +67,8 @@ def candidate_files(paths: Iterable[Path]) -> list[Path]:
     again would count its items twice; different files that would write the same items file (a/RC_x and
     b/RC_x) are refused, since the second would replace the first's items."""
     files = distinct_files(paths)
-    by_stem: dict[str, list[Path]] = {}
-    for path in files:
-        by_stem.setdefault(items_stem(path), []).append(path)
-    clashes = {stem: group for stem, group in by_stem.items() if len(group) > 1}
-    if clashes:
-        listed = "; ".join(f"{stem}.*: {', '.join(map(str, group))}" for stem, group in clashes.items())
+    listed = output_clashes(files, items_stem)
+    if listed:
         raise UserError(
             f"candidates files would write the same items files ({listed}); rename one, or prepare them "
             "into different --out folders"

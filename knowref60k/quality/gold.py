@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,12 +59,18 @@ def heldout_by_subreddit(subreddit: str | None, comment_id: str) -> bool:
 
 def load_gold(path: Path = GOLD_FILE) -> list[GoldItem]:
     """The judged items; a malformed line is a UserError naming the file, line and problem."""
+    return judged_items(path, "gold set", _gold_item)
+
+
+def judged_items(path: Path, kind: str, item_of: Callable[[dict[str, Any]], GoldItem]) -> list[GoldItem]:
+    """One item per JSON line of `path`; a missing file or a malformed line (one `item_of` refuses with a
+    KeyError, TypeError or ValueError) is a UserError naming the file, line and problem."""
     if not path.is_file():
-        raise UserError(f"gold set not found: {path}")
+        raise UserError(f"{kind} not found: {path}")
     items = []
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         try:
-            items.append(_gold_item(orjson.loads(line)))
+            items.append(item_of(orjson.loads(line)))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise UserError(f"{path}, line {number}: {error}") from None
     return items

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from knowref60k.core.errors import UserError
+from knowref60k.core.io import atomic_path
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import SCREENED_VALID, SCREENING, SCREENING_REASONS, decide_stage
 from knowref60k.labelling.quality import is_control
-from knowref60k.quality.gold import GoldItem
+from knowref60k.quality.gold import GoldItem, judged_items
 
 ORIGIN = "screening"
 # What an example keeps of its item: where it comes from, the sentence screeners saw, the spans they judged.
@@ -96,24 +96,14 @@ def _left_out(item_id: str, decided: bool, item: Mapping[str, Any] | None) -> st
 
 
 def write_examples(examples: list[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(b"".join(orjson.dumps(example) + b"\n" for example in examples))
-    partial.replace(path)
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(b"".join(orjson.dumps(example) + b"\n" for example in examples))
 
 
 def load_examples(path: Path) -> list[GoldItem]:
     """Screening-derived examples as tuning items of their origin; a malformed line is a UserError
     naming the file and line."""
-    if not path.is_file():
-        raise UserError(f"screening examples not found: {path}")
-    loaded = []
-    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
-        try:
-            loaded.append(_example_item(orjson.loads(line)))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-            raise UserError(f"{path}, line {number}: {error}") from None
-    return loaded
+    return judged_items(path, "screening examples", _example_item)
 
 
 def _example_item(record: dict[str, Any]) -> GoldItem:
