@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres, database_environment
+from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres, database_environment
 from annotation.settings import REPO, Settings, demo_settings, load_settings
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import private_dir
@@ -30,6 +30,8 @@ LABEL_STUDIO = Path(
 START_TIMEOUT = 600.0
 # Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
 LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
+# Threads of each gunicorn worker on PostgreSQL: requests mostly wait on the database.
+THREADS = 8
 # The name of the vote receiver's pid and log files (annotation.receiver), stopped with its server.
 RECEIVER = "receiver"
 
@@ -147,17 +149,50 @@ class Server(Background):
             raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
         private_dir(self.data_dir.parent)
         private_dir(self.data_dir)
-        command = [
-            str(LABEL_STUDIO),
-            "start",
-            "--internal-host",
-            "127.0.0.1",
-            "--port",
-            str(self.settings.port),
-            "--no-browser",
-        ]
-        self.wait_healthy(self.spawn(command, self.environment()), self.healthy, timeout)
+        environment = self.environment()
+        if self.multiprocess:
+            self.initialise(environment)
+        self.wait_healthy(self.spawn(self.command(), environment), self.healthy, timeout)
         return f"Label Studio started at {self.settings.url} (log: {self.log_file})"
+
+    @property
+    def multiprocess(self) -> bool:
+        """Served by several processes: on PostgreSQL unless `workers` is 1. SQLite takes one writer at a
+        time anyway, so there Label Studio's own single-process server runs."""
+        return self.settings.database != SQLITE and self.settings.workers > 1
+
+    def command(self) -> list[str]:
+        """Label Studio's own server; when multiprocess, its application under gunicorn with `workers`
+        processes, as its production image runs it (docs/labelling-operations.md)."""
+        if not self.multiprocess:
+            address = ("--internal-host", "127.0.0.1", "--port", str(self.settings.port))
+            return [str(LABEL_STUDIO), "start", *address, "--no-browser"]
+        return [
+            str(LABEL_STUDIO.parent / "gunicorn"),
+            "label_studio.core.wsgi:application",
+            "--env",
+            "DJANGO_SETTINGS_MODULE=label_studio.core.settings.label_studio",
+            # Label Studio imports its apps by their own names (`projects`, `tasks`), as `start` does.
+            *("--pythonpath", str(_package_dir())),
+            *("--bind", f"127.0.0.1:{self.settings.port}"),
+            *("--workers", str(self.settings.workers), "--worker-class", "gthread"),
+            *("--threads", str(THREADS), "--timeout", "120"),
+        ]
+
+    def initialise(self, environment: dict[str, str]) -> None:
+        """What `label-studio start` does before it serves: apply the migrations, make the admin login."""
+        with self.log_file.open("ab") as log:
+            done = subprocess.run(
+                [str(LABEL_STUDIO), "init", "--no-browser"],
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.state_dir,
+                timeout=START_TIMEOUT,
+            )
+        if done.returncode:
+            raise RuntimeError(f"label-studio init exited with code {done.returncode}; see {self.log_file}")
 
     def stop(self, timeout: float = 30.0) -> str:
         """Stop the server and its vote receiver (annotation.receiver), when that runs."""
@@ -167,6 +202,14 @@ class Server(Background):
         if self.settings.database == POSTGRESQL:
             LocalPostgres(self.state_dir, self.settings.port + POSTGRES_PORT_OFFSET).stop()
         return f"{said}; {stopped}" if stopped else said
+
+
+def _package_dir() -> Path:
+    """The `label_studio` package in Label Studio's own environment."""
+    found = sorted(LABEL_STUDIO.parent.parent.glob("lib/python*/site-packages/label_studio"))
+    if not found:
+        raise RuntimeError(f"no label_studio package beside {LABEL_STUDIO}: run `make labelstudio`")
+    return found[-1]
 
 
 def _answers(url: str) -> bool:

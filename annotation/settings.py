@@ -40,6 +40,8 @@ class Settings:
     state_dir: Path = STATE_DIR
     # Its database: sqlite, postgresql (a server of its own) or a postgresql:// URL (annotation.database).
     database: str = "sqlite"
+    # Label Studio's worker processes on PostgreSQL (annotation.server); SQLite always runs one.
+    workers: int = 3
 
     @property
     def port(self) -> int:
@@ -119,20 +121,27 @@ def demo_settings(settings: Settings) -> Settings:
 
 @dataclass(frozen=True)
 class LabelStudioConfig:
-    """The `[labelstudio]` table of the TOML config: the local server's database (annotation.database).
-    KNOWREF60K_LABELSTUDIO_DATABASE, when set, wins."""
+    """The `[labelstudio]` table of the TOML config: the local server's database (annotation.database;
+    KNOWREF60K_LABELSTUDIO_DATABASE, when set, wins) and, on PostgreSQL, its worker processes (1: Label
+    Studio's own single-process server)."""
 
     database: str = "sqlite"
+    workers: int = 3
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            from knowref60k.core.errors import UserError
+
+            raise UserError(f"[labelstudio] workers must be at least 1, not {self.workers}")
 
 
 def with_config(settings: Settings, config_path: Path | None) -> Settings:
     """The settings with the config file's `[labelstudio]` table applied."""
     from knowref60k.core.config import load_section
 
-    if os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE"):
-        return settings
     config = load_section(LabelStudioConfig, config_path, "labelstudio", {})
-    return dataclasses.replace(settings, database=config.database)
+    database = os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE") or config.database
+    return dataclasses.replace(settings, database=database, workers=config.workers)
 
 
 def receiver_url(settings: Settings) -> str:

@@ -44,10 +44,10 @@ import pyarrow.parquet as pq
 from annotation.accounts import create_accounts
 from annotation.client import STAGE_PROJECTS, LabelStudioClient
 from annotation.collect import collect
-from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
+from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres
 from annotation.receiver import ReceiverProcess
 from annotation.server import Server
-from annotation.settings import Settings
+from annotation.settings import LabelStudioConfig, Settings
 from annotation.simulate import AnnotatorSession, resolver, screener
 from annotation.tasks import resolution_task, simulated_truth
 from knowref60k.core.console import make_console
@@ -469,6 +469,12 @@ def main() -> int:
     parser.add_argument(
         "--database", default="sqlite", help="sqlite, postgresql (a server of its own) or a URL"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=LabelStudioConfig.workers,
+        help="Label Studio's worker processes on PostgreSQL (1: its own single-process server)",
+    )
     parser.add_argument("--faults", action="store_true", help="kill the receiver, restart Label Studio")
     parser.add_argument(
         "--think-seconds",
@@ -490,6 +496,7 @@ def main() -> int:
             "bench push",
             state_dir=Path(scratch),
             database=args.database,
+            workers=args.workers,
         )
         server = Server(settings)
         started = time.perf_counter()
@@ -497,6 +504,7 @@ def main() -> int:
         results: dict[str, Any] = {
             "database": args.database,
             "policy": args.policy,
+            "workers": 1 if args.database == SQLITE else args.workers,
             "server_start_seconds": round(time.perf_counter() - started, 1),
         }
         try:

@@ -272,6 +272,9 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         server.start()
         ReceiverProcess(settings).start(CONFIG, [])
         assert not (server.data_dir / "label_studio.sqlite3").exists()  # its data is in PostgreSQL
+        # Served by gunicorn's worker processes, not Label Studio's single-process server.
+        assert httpx.get(f"{settings.url}/health").headers["server"].startswith("gunicorn")
+        assert len(children(server)) == settings.workers
         with LabelStudioClient(settings) as client:
             client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
             project_id = client.existing_project(RESOLUTION)
@@ -288,3 +291,36 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         server.stop()
         database.remove()
     assert not database.data_dir.exists()
+
+
+def children(server: Server) -> list[int]:
+    """The worker processes of the server's main process."""
+    pid = server.pid()
+    assert pid is not None
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: Path) -> None:
+    """The server command: gunicorn with the configured workers on PostgreSQL; Label Studio's own
+    server on SQLite (one writer at a time) and wherever one worker is asked for."""
+    from annotation.settings import with_config
+
+    config = tmp_path / "k.toml"
+    config.write_text('[labelstudio]\ndatabase = "postgresql"\nworkers = 5\n')
+    base = Settings("http://127.0.0.1:8123", "u", "p", "k", state_dir=tmp_path)
+    command = Server(with_config(base, config)).command()
+    assert Path(command[0]).name == "gunicorn"
+    assert command[command.index("--workers") + 1] == "5"
+    assert command[command.index("--bind") + 1] == "127.0.0.1:8123"
+    for single in (base, dataclasses.replace(base, database="postgresql", workers=1)):
+        assert Server(single).command()[1] == "start"
+
+
+def test_a_worker_count_below_one_is_a_clear_error(tmp_path: Path) -> None:
+    from annotation.settings import with_config
+    from knowref60k.core.errors import UserError
+
+    config = tmp_path / "k.toml"
+    config.write_text("[labelstudio]\nworkers = 0\n")
+    with pytest.raises(UserError, match=r"workers must be at least 1, not 0"):
+        with_config(Settings("http://127.0.0.1:1", "u", "p", "k"), config)
