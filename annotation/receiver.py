@@ -52,7 +52,7 @@ from knowref60k.core.io import private_dir
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 
 log = logging.getLogger(__name__)
-WORKERS = 4
+WORKERS = 16
 ATTEMPTS = 3
 # Events remembered to ignore a repeat: far more than are in flight at once.
 REMEMBERED = 100_000

@@ -159,6 +159,7 @@ class Load:
     cast: Counter[str] = field(default_factory=Counter)
     started: dict[str, float] = field(default_factory=dict)
     posted: dict[int, tuple[str, str]] = field(default_factory=dict)
+    newest: dict[str, int] = field(default_factory=dict)  # each item's newest vote (annotation id)
     settle_seconds: dict[int, tuple[str, float | None]] = field(default_factory=dict)
     timeouts: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -176,10 +177,14 @@ class Load:
         return answers[-1], closes
 
 
-def annotator_loop(session: AnnotatorSession, project: int, from_name: str, load: Load, probe: Any) -> None:
-    """Think, take the next task, vote, until the load is stopped at its deadline. A request the busy server
-    does not answer in time is counted and tried again, as a person would reload the page (a vote whose
-    answer never came may or may not be stored: counted apart)."""
+def annotator_loop(
+    session: AnnotatorSession, project: int, from_name: str, load: Load, probe: Any, arrives: float
+) -> None:
+    """Arrive `arrives` seconds into the load, then think, take the next task, vote, until the load is
+    stopped at its deadline. A request the busy server does not answer in time is counted and tried again,
+    as a person would reload the page (a vote whose answer never came may or may not be stored: counted
+    apart)."""
+    load.stop.wait(arrives)
     while not load.stop.is_set():
         try:
             task = session.next_task(project)
@@ -200,19 +205,22 @@ def annotator_loop(session: AnnotatorSession, project: int, from_name: str, load
             continue
         with load.lock:
             load.posted[annotation] = (item_id, choice)
+            load.newest[item_id] = max(load.newest.get(item_id, 0), annotation)
         if annotation % PROBE_ONE_IN == 0:
-            probe(int(task["id"]), annotation, closes, time.monotonic())
+            probe(int(task["id"]), item_id, annotation, closes, time.monotonic())
 
 
 def settle_probe(settings: Settings, load: Load) -> Any:
     """Measure, through the API, how long each vote takes to settle: until its task is closed when the
-    votes so far decide it, else until it admits another annotator (overlap above its votes)."""
-    pool = ThreadPoolExecutor(max_workers=8)
+    votes so far decide it, else until it admits another annotator: its overlap is above its votes, or a
+    later vote is already stored (another annotator was let in before the probe looked: the time seen is
+    then an upper bound)."""
+    pool = ThreadPoolExecutor(max_workers=32)
     http = httpx.Client(
         base_url=settings.url, timeout=30, headers={"Authorization": f"Token {settings.api_key}"}
     )
 
-    def watch(task_id: int, annotation: int, closes: bool, posted_at: float) -> None:
+    def watch(task_id: int, item_id: str, annotation: int, closes: bool, posted_at: float) -> None:
         outcome, seconds = "timeout", None
         while time.monotonic() - posted_at < PROBE_SECONDS:
             try:
@@ -223,15 +231,16 @@ def settle_probe(settings: Settings, load: Load) -> Any:
             if closes and task["is_labeled"]:
                 outcome, seconds = "closed", time.monotonic() - posted_at
                 break
-            if not closes and not task["is_labeled"] and task["overlap"] > task["total_annotations"]:
+            admits = not task["is_labeled"] and task["overlap"] > task["total_annotations"]
+            if not closes and (admits or load.newest.get(item_id, 0) > annotation):
                 outcome, seconds = "open", time.monotonic() - posted_at
                 break
             time.sleep(PROBE_EVERY)
         with load.lock:
             load.settle_seconds[annotation] = (outcome, seconds)
 
-    def probe(task_id: int, annotation: int, closes: bool, posted_at: float) -> None:
-        pool.submit(watch, task_id, annotation, closes, posted_at)
+    def probe(task_id: int, item_id: str, annotation: int, closes: bool, posted_at: float) -> None:
+        pool.submit(watch, task_id, item_id, annotation, closes, posted_at)
 
     probe.close = lambda: (pool.shutdown(wait=True), http.close())  # type: ignore[attr-defined]
     return probe
@@ -261,8 +270,14 @@ def load_run(
     )
     probe = settle_probe(settings, load)
     from_name = STAGE_PROJECTS[spec.stage].from_name
+    # People arrive one after another over the first pause, not all in the same instant: the load is then
+    # steady from the start, as a team's is, rather than one burst of votes five seconds in.
     threads = [
-        threading.Thread(target=annotator_loop, args=(s, project, from_name, load, probe)) for s in sessions
+        threading.Thread(
+            target=annotator_loop,
+            args=(s, project, from_name, load, probe, n * spec.think_seconds / len(sessions)),
+        )
+        for n, s in enumerate(sessions)
     ]
     started = time.monotonic()
     for thread in threads:
