@@ -235,23 +235,64 @@ class TreeEnsemble:
 
     def score(self, matrix: Array) -> Array:
         """The probability of each row of a design matrix (see `design`)."""
+        forest = self._forest
         raw = np.full(len(matrix), self.baseline)
-        for tree in self.trees:
-            raw += tree["value"][self._leaves(tree, matrix)]
+        for values in forest.leaf_values(matrix).T:  # tree by tree, in the order the trees were grown
+            raw += values
         return np.asarray(1.0 / (1.0 + np.exp(-raw)))
 
-    @staticmethod
-    def _leaves(tree: dict[str, Array], matrix: Array) -> Array:
-        node: Array = np.zeros(len(matrix), dtype=np.int64)
-        rows = np.arange(len(matrix))
-        while True:
-            inner = ~tree["is_leaf"][node].astype(bool)
-            if not inner.any():
-                return node
-            values = matrix[rows, tree["feature"][node]]
-            left = np.where(np.isnan(values), tree["missing_left"][node], values <= tree["threshold"][node])
-            step = np.where(left.astype(bool), tree["left"][node], tree["right"][node])
-            node = np.where(inner, step, node)
+    @cached_property
+    def _forest(self) -> Forest:
+        return Forest.of(self.trees)
+
+
+@dataclass(frozen=True)
+class Forest:
+    """All trees in arrays of one shape (trees x nodes), so that every row goes down every tree at once,
+    a level per step: a chunk's few candidates then cost a few numpy calls per level of the deepest tree,
+    not per tree. A leaf leads to itself, so a row that reached one stays there."""
+
+    feature: Array
+    threshold: Array
+    missing_left: Array
+    left: Array
+    right: Array
+    is_leaf: Array
+    value: Array
+
+    @classmethod
+    def of(cls, trees: Sequence[dict[str, Array]]) -> Forest:
+        nodes = max((len(tree["value"]) for tree in trees), default=1)
+
+        def stacked(key: str, dtype: Any, fill: Any) -> Array:
+            table = np.full((len(trees), nodes), fill, dtype=dtype)
+            for row, tree in enumerate(trees):
+                table[row, : len(tree[key])] = tree[key]
+            return table
+
+        is_leaf = stacked("is_leaf", bool, True)
+        own = np.broadcast_to(np.arange(nodes), is_leaf.shape)
+        return cls(
+            np.where(is_leaf, 0, stacked("feature", np.int64, 0)),
+            stacked("threshold", np.float64, 0.0),
+            stacked("missing_left", bool, False),
+            np.where(is_leaf, own, stacked("left", np.int64, 0)),
+            np.where(is_leaf, own, stacked("right", np.int64, 0)),
+            is_leaf,
+            stacked("value", np.float64, 0.0),
+        )
+
+    def leaf_values(self, matrix: Array) -> Array:
+        """The value of the leaf each row reaches in each tree (rows x trees)."""
+        trees = np.arange(len(self.value))[None, :]
+        rows = np.arange(len(matrix))[:, None]
+        node: Array = np.zeros((len(matrix), len(self.value)), dtype=np.int64)
+        while not self.is_leaf[trees, node].all():
+            values = matrix[rows, self.feature[trees, node]]
+            threshold = self.threshold[trees, node]
+            left = np.where(np.isnan(values), self.missing_left[trees, node], values <= threshold)
+            node = np.where(left, self.left[trees, node], self.right[trees, node])
+        return np.asarray(self.value[trees, node])
 
 
 def share_span_encoder(model_path: Path = VALIDITY_MODEL) -> None:
