@@ -396,7 +396,7 @@ def check_load(
         "undecided_started": sum(1 for d in decisions.values() if not d.decided),
         "costed_items": len(counted),
         "undecided_among_costed": sum(1 for i in early if not (i in decisions and decisions[i].decided)),
-        "tasks_in_the_wrong_state": wrong_states(tasks, votes, config),
+        **wrong_states(tasks, votes, config),
         "promoted_to_resolution": promoted,
         "late_votes": late,
         "late_share": round(late / len(collected), 4) if collected else None,
@@ -407,17 +407,22 @@ def check_load(
     }
 
 
-def wrong_states(tasks: list[dict[str, Any]], votes: list[dict[str, Any]], config: LabellingConfig) -> int:
-    """Tasks whose queue state after the last sync is not what their votes call for."""
+def wrong_states(
+    tasks: list[dict[str, Any]], votes: list[dict[str, Any]], config: LabellingConfig
+) -> dict[str, int]:
+    """Tasks whose queue state after the last sync is not what their votes call for, the slots held counted
+    as `collect` counts them (the votes the export holds); and the tasks whose own annotation counter in
+    Label Studio (`total_annotations`) says otherwise, which votes arriving together can leave behind."""
     by_item: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for vote in votes:
         by_item.setdefault((vote["stage"], vote["item_id"]), []).append(vote)
-    wrong = 0
+    wrong = lagging = 0
     for task in tasks:
-        choices = [v["choice"] for v in distinct_votes(by_item.get((task["stage"], task["item_id"]), []))]
-        state = config.queue_state(task["stage"], task["item_id"], choices, task["annotators"])
+        held = distinct_votes(by_item.get((task["stage"], task["item_id"]), []))
+        state = config.queue_state(task["stage"], task["item_id"], [v["choice"] for v in held], len(held))
         wrong += (state.overlap, state.closed) != (task["overlap"], task["is_labeled"])
-    return wrong
+        lagging += task["annotators"] != len(held)
+    return {"tasks_in_the_wrong_state": wrong, "tasks_whose_counter_differs": lagging}
 
 
 def expected_cost(config: LabellingConfig, stage: str) -> float:
