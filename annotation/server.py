@@ -182,15 +182,20 @@ class Server(Background):
     def initialise(self, environment: dict[str, str]) -> None:
         """What `label-studio start` does before it serves: apply the migrations, make the admin login."""
         with self.log_file.open("ab") as log:
-            done = subprocess.run(
-                [str(LABEL_STUDIO), "init", "--no-browser"],
-                env=environment,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.state_dir,
-                timeout=START_TIMEOUT,
-            )
+            try:
+                done = subprocess.run(
+                    [str(LABEL_STUDIO), "init", "--no-browser"],
+                    env=environment,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.state_dir,
+                    timeout=START_TIMEOUT,
+                )
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(
+                    f"label-studio init did not finish within {START_TIMEOUT:.0f} s; see {self.log_file}"
+                ) from None
         if done.returncode:
             raise RuntimeError(f"label-studio init exited with code {done.returncode}; see {self.log_file}")
 

@@ -26,6 +26,8 @@ DEMO_PROJECT = "knowref60k demo (simulated annotators)"
 RECEIVER_PORT_OFFSET = 10
 SECRET_HEADER = "X-Knowref60k-Secret"
 WEBHOOK_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED")
+# Label Studio's worker processes on PostgreSQL (annotation.server; docs/labelling-operations.md).
+DEFAULT_WORKERS = 3
 KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
 
 
@@ -41,7 +43,7 @@ class Settings:
     # Its database: sqlite, postgresql (a server of its own) or a postgresql:// URL (annotation.database).
     database: str = "sqlite"
     # Label Studio's worker processes on PostgreSQL (annotation.server); SQLite always runs one.
-    workers: int = 3
+    workers: int = DEFAULT_WORKERS
 
     @property
     def port(self) -> int:
@@ -126,7 +128,7 @@ class LabelStudioConfig:
     Studio's own single-process server)."""
 
     database: str = "sqlite"
-    workers: int = 3
+    workers: int = DEFAULT_WORKERS
 
     def __post_init__(self) -> None:
         if self.workers < 1:
