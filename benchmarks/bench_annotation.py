@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from annotation.accounts import create_accounts
 from annotation.client import STAGE_PROJECTS, LabelStudioClient
 from annotation.collect import collect
-from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres
+from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
 from annotation.receiver import ReceiverProcess
 from annotation.server import Server
 from annotation.settings import LabelStudioConfig, Settings
@@ -416,13 +416,13 @@ def wrong_states(
     by_item: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for vote in votes:
         by_item.setdefault((vote["stage"], vote["item_id"]), []).append(vote)
-    wrong = lagging = 0
+    wrong = counter_differs = 0
     for task in tasks:
         held = distinct_votes(by_item.get((task["stage"], task["item_id"]), []))
         state = config.queue_state(task["stage"], task["item_id"], [v["choice"] for v in held], len(held))
         wrong += (state.overlap, state.closed) != (task["overlap"], task["is_labeled"])
-        lagging += task["annotators"] != len(held)
-    return {"tasks_in_the_wrong_state": wrong, "tasks_whose_counter_differs": lagging}
+        counter_differs += task["annotators"] != len(held)
+    return {"tasks_in_the_wrong_state": wrong, "tasks_whose_counter_differs": counter_differs}
 
 
 def expected_cost(config: LabellingConfig, stage: str) -> float:
@@ -524,7 +524,7 @@ def main() -> int:
         results: dict[str, Any] = {
             "database": args.database,
             "policy": args.policy,
-            "workers": 1 if args.database == SQLITE else args.workers,
+            "workers": args.workers if server.multiprocess else 1,
             "server_start_seconds": round(time.perf_counter() - started, 1),
         }
         try:
