@@ -23,7 +23,7 @@ import pytest
 
 from annotation.client import LabelStudioClient, read_items
 from annotation.receiver import ReceiverProcess
-from annotation.settings import Settings, demo_settings, load_settings
+from annotation.settings import RECEIVER_PORT_OFFSET, Settings, demo_settings, load_settings
 from annotation.tasks import ORDER_SEED, simulated_truth
 from flows.annotate import collect_flow, push_flow
 from flows.extract import extract_flow
@@ -642,9 +642,28 @@ def check_deployments(api_url: str, found: dict[str, dict[str, Any]], dumps: Pat
 
 
 @pytest.mark.integration
-def test_serve_starts_a_server_and_registers_the_scheduled_deployments(tmp_path: Path) -> None:
+def free_label_studio_port() -> int:
+    """A free port whose vote receiver's port (RECEIVER_PORT_OFFSET above it) is free as well."""
+    import socket
+
+    while True:
+        port = free_port()
+        with socket.socket() as sock, suppress(OSError):
+            sock.bind(("127.0.0.1", port + RECEIVER_PORT_OFFSET))
+            return port
+
+
+def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """flows.serve has no option for its port (4200, fixed): the test sets the module's PORT and API to a
-    free port before calling its main, in a subprocess with its own PREFECT_HOME."""
+    free port before calling its main, in a subprocess with its own PREFECT_HOME. Its Label Studio settings
+    (and so the vote receiver it starts) live in the test's folder, on ports of their own."""
+    for key in ("LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY", "KNOWREF60K_PROJECT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("KNOWREF60K_ENV_FILE", str(tmp_path / "labelstudio.env"))
+    monkeypatch.setenv("KNOWREF60K_LABELSTUDIO_DIR", str(tmp_path / "labelstudio"))
+    monkeypatch.setenv("LABEL_STUDIO_URL", f"http://127.0.0.1:{free_label_studio_port()}")
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     dumps, out = tmp_path / "dumps", tmp_path / "run"
@@ -683,10 +702,16 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(tmp_path:
             assert stop_group(process.pid, signal.SIGINT), "flows.serve did not stop on SIGINT"
             process.wait(timeout=10)
             assert servers and healthy(api_url)
+            # The vote receiver, like the Prefect server, outlives serving; it belongs to this test's settings.
+            receiver = ReceiverProcess(load_settings(tmp_path / "labelstudio.env"))
+            assert receiver.healthy() and receiver.pid() is not None
     finally:
         for server in servers or prefect_servers():
             stop_group(server)
+        if (tmp_path / "labelstudio.env").exists():
+            ReceiverProcess(load_settings(tmp_path / "labelstudio.env")).stop()
     assert not healthy(api_url)
+    assert not ReceiverProcess(load_settings(tmp_path / "labelstudio.env")).healthy()
 
 
 def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> None:
