@@ -659,8 +659,9 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     """flows.serve has no option for its port (4200, fixed): the test sets the module's PORT and API to a
     free port before calling its main, in a subprocess with its own PREFECT_HOME. Its Label Studio settings
     (and so the vote receiver it starts) live in the test's folder, on ports of their own."""
-    for key in ("LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY", "KNOWREF60K_PROJECT"):
-        monkeypatch.delenv(key, raising=False)
+    for key in ("USERNAME", "PASSWORD", "API_KEY"):
+        monkeypatch.delenv(f"LABEL_STUDIO_{key}", raising=False)
+    monkeypatch.delenv("KNOWREF60K_PROJECT", raising=False)
     monkeypatch.setenv("KNOWREF60K_ENV_FILE", str(tmp_path / "labelstudio.env"))
     monkeypatch.setenv("KNOWREF60K_LABELSTUDIO_DIR", str(tmp_path / "labelstudio"))
     monkeypatch.setenv("LABEL_STUDIO_URL", f"http://127.0.0.1:{free_label_studio_port()}")
@@ -702,7 +703,7 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
             assert stop_group(process.pid, signal.SIGINT), "flows.serve did not stop on SIGINT"
             process.wait(timeout=10)
             assert servers and healthy(api_url)
-            # The vote receiver, like the Prefect server, outlives serving; it belongs to this test's settings.
+            # The vote receiver outlives serving, as the Prefect server does; it has this test's settings.
             receiver = ReceiverProcess(load_settings(tmp_path / "labelstudio.env"))
             assert receiver.healthy() and receiver.pid() is not None
     finally:
