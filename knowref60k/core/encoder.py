@@ -126,64 +126,90 @@ class MiniLM:
         except OSError:  # another process finished it first: theirs is the same
             shutil.rmtree(staging, ignore_errors=True)
 
-    def token_states(self, texts: list[str]) -> tuple[Array, list[list[tuple[int, int]]]]:
-        """The last layer's vector of every token (texts x tokens x width, padded) and each token's
-        character offsets in its text ((0, 0) for [CLS], [SEP] and padding)."""
+    def token_offsets(self, texts: list[str]) -> tuple[Any, list[list[tuple[int, int]]]]:
+        """The texts tokenised (padded to the longest), and each token's character offsets in its text
+        ((0, 0) for [CLS], [SEP] and padding)."""
         encodings = self.tokenizer.encode_batch(texts)
-        hidden, _ = self._forward(encodings)
-        return hidden, [list(e.offsets) for e in encodings]
+        return encodings, [list(e.offsets) for e in encodings]
+
+    def token_states(self, encodings: Sequence[Any], wanted: Array | None = None) -> Array:
+        """The last layer's vector of every token of `token_offsets`' encodings (texts x tokens x width,
+        zero for padding). With `wanted` (texts x tokens, true where a vector is read), the others are
+        zero too: the last layer's queries and feed-forward run on the wanted tokens alone."""
+        lengths = [int(sum(e.attention_mask)) for e in encodings]
+        starts = np.cumsum([0, *lengths])
+        real = np.arange(len(encodings[0].ids))[None, :] < np.array(lengths)[:, None]
+        texts, tokens = np.nonzero(real if wanted is None else real & wanted)
+        rows = starts[texts] + tokens
+        states = np.zeros((*real.shape, self.dimensions), dtype=np.float32)
+        states[texts, tokens] = self._forward(encodings, lengths, rows)
+        return states
 
     def _encode_batch(self, texts: list[str]) -> Array:
-        hidden, mask = self._forward(self.tokenizer.encode_batch(texts))
-        pooled = (hidden * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        encodings = self.tokenizer.encode_batch(texts)
+        lengths = [int(sum(e.attention_mask)) for e in encodings]
+        hidden = self._forward(encodings, lengths)
+        pooled = np.add.reduceat(hidden, np.cumsum([0, *lengths[:-1]]), axis=0) / np.array(lengths)[:, None]
         unit: Array = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return unit
 
-    def _forward(self, encodings: Sequence[Any]) -> tuple[Array, Array]:
-        ids = np.array([e.ids for e in encodings])
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
-        hidden = self._embed(ids)
-        # padded keys get -inf-like scores, so no real token attends to them
-        key_bias = (1.0 - mask)[:, None, None, :] * -1e9
-        for layer in range(self.config["num_hidden_layers"]):
-            hidden = self._layer(hidden, key_bias, f"encoder.layer.{layer}.")
-        return hidden, mask
+    def _forward(self, encodings: Sequence[Any], lengths: Sequence[int], rows: Array | None = None) -> Array:
+        """The texts packed end to end without padding (the dense layers, most of the work, see only
+        real tokens; attention stays within each text): the last layer's vectors of the packed `rows`,
+        else of every token."""
+        ids = np.concatenate([e.ids[:n] for e, n in zip(encodings, lengths, strict=True)])
+        positions = np.concatenate([np.arange(n) for n in lengths])
+        hidden = self._embed(ids, positions)
+        starts = np.cumsum([0, *lengths])
+        last = self.config["num_hidden_layers"] - 1
+        for layer in range(last):
+            hidden = self._layer(hidden, starts, f"encoder.layer.{layer}.")
+        return self._layer(hidden, starts, f"encoder.layer.{last}.", rows)
 
-    def _embed(self, ids: Array) -> Array:
+    def _embed(self, ids: Array, positions: Array) -> Array:
         w = self.weights
-        positions = np.arange(ids.shape[1])
         hidden = (
             w["embeddings.word_embeddings.weight"][ids]
-            + w["embeddings.position_embeddings.weight"][positions][None]
+            + w["embeddings.position_embeddings.weight"][positions]
             + w["embeddings.token_type_embeddings.weight"][0]
         )
         return self._norm(hidden, "embeddings.LayerNorm")
 
-    def _layer(self, hidden: Array, key_bias: Array, prefix: str) -> Array:
+    def _layer(self, hidden: Array, starts: Array, prefix: str, rows: Array | None = None) -> Array:
+        """One layer on packed texts (text i is rows starts[i]:starts[i + 1]); with `rows` (sorted), the
+        output of those rows alone: every token's keys and values, the queries and feed-forward of them."""
+        own = hidden if rows is None else hidden[rows]
+        query = self._dense(own, f"{prefix}attention.self.query")
+        key = self._dense(hidden, f"{prefix}attention.self.key")
+        value = self._dense(hidden, f"{prefix}attention.self.value")
+        context = np.empty_like(own)
+        bounds = starts if rows is None else np.searchsorted(rows, starts)  # each text's rows of `own`
+        for text in range(len(starts) - 1):
+            first, last = bounds[text], bounds[text + 1]
+            if first < last:
+                span = slice(starts[text], starts[text + 1])
+                context[first:last] = self._attend(query[first:last], key[span], value[span])
+        attended = own + self._dense(context, f"{prefix}attention.output.dense")
+        own = self._norm(attended, f"{prefix}attention.output.LayerNorm")
+        inner = gelu(self._dense(own, f"{prefix}intermediate.dense"))
+        return self._norm(own + self._dense(inner, f"{prefix}output.dense"), f"{prefix}output.LayerNorm")
+
+    def _attend(self, query: Array, key: Array, value: Array) -> Array:
+        """Multi-head attention of one text's queries over its keys and values (tokens x width each)."""
         heads = self.config["num_attention_heads"]
-        batch, length, width = hidden.shape
-        size = width // heads
+        size = query.shape[-1] // heads
 
-        def split(name: str) -> Array:
-            projected = self._dense(hidden, f"{prefix}attention.self.{name}")
-            return projected.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+        def split(vectors: Array) -> Array:
+            return vectors.reshape(len(vectors), heads, size).transpose(1, 0, 2)
 
-        query, key, value = split("query"), split("key"), split("value")
-        scores = query @ key.transpose(0, 1, 3, 2) / math.sqrt(size) + key_bias
+        scores = split(query) @ split(key).transpose(0, 2, 1) / math.sqrt(size)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         attention = scores / scores.sum(axis=-1, keepdims=True)
-        context = (attention @ value).transpose(0, 2, 1, 3).reshape(batch, length, width)
-        hidden = self._norm(
-            hidden + self._dense(context, f"{prefix}attention.output.dense"),
-            f"{prefix}attention.output.LayerNorm",
-        )
-        inner = gelu(self._dense(hidden, f"{prefix}intermediate.dense"))
-        return self._norm(hidden + self._dense(inner, f"{prefix}output.dense"), f"{prefix}output.LayerNorm")
+        return np.asarray((attention @ split(value)).transpose(1, 0, 2).reshape(len(query), -1))
 
     def _dense(self, hidden: Array, name: str) -> Array:
-        # one 2-D product for the whole batch: a 3-D one runs a small BLAS call per sentence
-        flat = hidden.reshape(-1, hidden.shape[-1]) @ self.transposed[name] + self.weights[f"{name}.bias"]
-        return flat.reshape(*hidden.shape[:-1], -1)
+        projected: Array = hidden @ self.transposed[name] + self.weights[f"{name}.bias"]
+        return projected
 
     @cached_property
     def transposed(self) -> dict[str, Array]:

@@ -109,8 +109,12 @@ class SpanModel:
         logits = np.zeros(len(candidates))
         for start in range(0, len(candidates), BATCH):
             batch = candidates[start : start + BATCH]
-            hidden, offsets = self.encoder.token_states([text for text, _ in batch])
-            for row, (_, spans) in enumerate(batch):
-                masks = span_masks(offsets[row], spans, hidden.shape[1])
-                logits[start + row] = pooled(hidden[row], masks) @ self.head_weight + self.head_bias
+            encodings, offsets = self.encoder.token_offsets([text for text, _ in batch])
+            length = len(offsets[0])
+            masks = [span_masks(offsets[row], spans, length) for row, (_, spans) in enumerate(batch)]
+            wanted = np.stack([mask.any(axis=0) for mask in masks])
+            wanted[:, 0] = True  # [CLS]
+            hidden = self.encoder.token_states(encodings, wanted)
+            for row, mask in enumerate(masks):
+                logits[start + row] = pooled(hidden[row], mask) @ self.head_weight + self.head_bias
         return np.asarray(1.0 / (1.0 + np.exp(-logits)))
