@@ -267,6 +267,28 @@ def test_encoder_reproduces_the_published_similarity_of_all_minilm_l6_v2() -> No
     assert np.linalg.norm(first) == pytest.approx(1.0, abs=1e-5)
 
 
+def test_the_encoder_packs_texts_without_letting_them_see_each_other() -> None:
+    """Texts are packed end to end: each one's vectors are those it has alone, padding stays zero, and
+    the wanted tokens' vectors are those of the whole pass."""
+    from knowref60k.core.encoder import MiniLM
+
+    encoder = MiniLM()
+    texts = ["Bob told Tom that he won.", "A much longer sentence, which pads the short one out a lot more."]
+    encodings, offsets = encoder.token_offsets(texts)
+    together = encoder.token_states(encodings)
+    for row, text in enumerate(texts):
+        alone = encoder.token_states(encoder.token_offsets([text])[0])[0]
+        length = len(alone)
+        assert np.abs(together[row, :length] - alone).max() < 1e-4
+        assert not together[row, length:].any() and all(end == 0 for _, end in offsets[row][length:])
+    wanted = np.zeros(together.shape[:2], dtype=bool)
+    wanted[0, [0, 1, 3]] = wanted[1, [0, 5]] = True
+    some = encoder.token_states(encodings, wanted)
+    assert np.abs(some[wanted] - together[wanted]).max() < 1e-4 and not some[~wanted].any()
+    embeddings = encoder.encode(texts)
+    assert np.abs(embeddings - np.stack([encoder.encode([t])[0] for t in texts])).max() < 1e-5
+
+
 def test_gelu_matches_the_exact_erf_form_in_float32() -> None:
     from scipy.special import erf
 
