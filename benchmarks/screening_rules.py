@@ -5,17 +5,22 @@ items as the gold set judges them.
     .venv/bin/python benchmarks/screening_rules.py [ITEMS ...]   (default: output/demo/items/*.items.parquet)
 
 Resolvers answer right with 0.9 (as the simulated ones do) and cannot tell an invalid item from a valid
-one; a screener who errs on an invalid item lets it through. Prints a Markdown table.
+one; a screener who errs on an invalid item lets it through. Prints a Markdown table, then one for rules
+that use the validity score: items at or above the model's skip level go to resolution unscreened, those
+from LEVEL up are screened by the configured rule, and those below LEVEL need two screeners to accept
+(one to reject).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
-from knowref60k.labelling.costs import plan
+from knowref60k.core.validity_model import operating_point
+from knowref60k.labelling.costs import Plan, plan
 from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
 from knowref60k.quality.gold import load_gold
 from knowref60k.quality.validity import screening_answers
@@ -26,6 +31,7 @@ RULES: list[ScreeningRule | None] = [
     *(ScreeningRule(a, r) for a, r in ((1, 1), (1, 2), (2, 1), (2, 2), (3, 3))),
 ]
 ACCURACIES = (0.85, 0.9, 0.95)
+SECOND_SCREENER_BELOW = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 def main() -> None:
@@ -40,6 +46,11 @@ def main() -> None:
     print(f"{len(rows)} items, {len(answers)} judged by the gold set: {valid} valid, {invalid} invalid\n")
     print("| screening rule | screener accuracy | validity | votes per kept valid item | kept valid items |")
     print("|---|---:|---:|---:|---:|")
+    print_rules(valid, invalid)
+    print_score_bands(rows, answers)
+
+
+def print_rules(valid: int, invalid: int) -> None:
     for rule in RULES:
         for accuracy in ACCURACIES if rule else (ACCURACIES[1],):
             found = plan(valid, invalid, rule, ResolutionRule(), accuracy, 0.9)
@@ -49,6 +60,29 @@ def main() -> None:
                 f"| {name} | {shown} | {found.validity:.1%} | {found.votes_per_kept_valid:.2f} | "
                 f"{found.kept_valid:.1f} |"
             )
+
+
+def print_score_bands(rows: list[dict[str, Any]], answers: dict[str, str]) -> None:
+    skip = operating_point("skip_screening_above")
+    print(f"\nWith the score (unscreened from {skip}; screener and resolver accuracy 0.9):\n")
+    print("| second screener below | validity | votes per kept valid item | kept valid items |")
+    print("|---:|---:|---:|---:|")
+    for level in SECOND_SCREENER_BELOW:
+        bands = ((skip, None), (level, ScreeningRule(1, 1)), (0.0, ScreeningRule(2, 1)))
+        parts, upper = [], float("inf")
+        for lower, rule in bands:
+            judged = [
+                answers[r["candidate_id"]]
+                for r in rows
+                if lower <= r["validity_score"] < upper and r["candidate_id"] in answers
+            ]
+            valid = sum(answer == VALID for answer in judged)
+            parts.append(plan(valid, len(judged) - valid, rule, ResolutionRule(), 0.9, 0.9))
+            upper = lower
+        found = Plan(*(sum(getattr(p, field) for p in parts) for field in Plan.__dataclass_fields__))
+        print(
+            f"| {level} | {found.validity:.1%} | {found.votes_per_kept_valid:.2f} | {found.kept_valid:.1f} |"
+        )
 
 
 if __name__ == "__main__":
