@@ -128,9 +128,10 @@ def collect(out: OutOption = DEFAULT_OUT, config: ConfigOption = None) -> None:
     from annotation.collect import collect as collect_votes
     from knowref60k.core.io import refuse_file_as_folder
 
-    with one_line_errors(), LabelStudioClient(load_settings()) as client:
-        refuse_file_as_folder(out)  # before the export, which can take minutes; made once votes come
-        report = collect_votes(client, out, _config(config))
+    with one_line_errors():
+        refuse_file_as_folder(out)  # before the settings and the export, which can take minutes
+        with LabelStudioClient(load_settings()) as client:
+            report = collect_votes(client, out, _config(config))  # OUT is made once votes come
     _print_collect(report)
     typer.echo(f"Votes in {(out / 'votes.parquet').resolve()}")
 
