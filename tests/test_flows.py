@@ -641,7 +641,6 @@ def check_deployments(api_url: str, found: dict[str, dict[str, Any]], dumps: Pat
     assert all(s["active"] for s in [*watch["schedules"], *monthly["schedules"]])
 
 
-@pytest.mark.integration
 def free_label_studio_port() -> int:
     """A free port whose vote receiver's port (RECEIVER_PORT_OFFSET above it) is free as well."""
     import socket
@@ -653,6 +652,7 @@ def free_label_studio_port() -> int:
             return port
 
 
+@pytest.mark.integration
 def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
