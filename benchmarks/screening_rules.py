@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from knowref60k.core.validity_model import operating_point
+from knowref60k.labelling.config import load_labelling_config
 from knowref60k.labelling.costs import Plan, plan
 from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
 from knowref60k.quality.gold import load_gold
@@ -63,12 +63,13 @@ def print_rules(valid: int, invalid: int) -> None:
 
 
 def print_score_bands(rows: list[dict[str, Any]], answers: dict[str, str]) -> None:
-    skip = operating_point("skip_screening_above")
+    config = load_labelling_config()
+    skip = config.skip_level
     print(f"\nWith the score (unscreened from {skip}; screener and resolver accuracy 0.9):\n")
     print("| second screener below | validity | votes per kept valid item | kept valid items |")
     print("|---:|---:|---:|---:|")
     for level in SECOND_SCREENER_BELOW:
-        bands = ((skip, None), (level, ScreeningRule(1, 1)), (0.0, ScreeningRule(2, 1)))
+        bands = ((skip, None), (level, config.screening_rule), (0.0, ScreeningRule(2, 1)))
         parts, upper = [], float("inf")
         for lower, rule in bands:
             judged = [

@@ -662,7 +662,8 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     for key in ("USERNAME", "PASSWORD", "API_KEY"):
         monkeypatch.delenv(f"LABEL_STUDIO_{key}", raising=False)
     monkeypatch.delenv("KNOWREF60K_PROJECT", raising=False)
-    monkeypatch.setenv("KNOWREF60K_ENV_FILE", str(tmp_path / "labelstudio.env"))
+    env_file = tmp_path / "labelstudio.env"
+    monkeypatch.setenv("KNOWREF60K_ENV_FILE", str(env_file))
     monkeypatch.setenv("KNOWREF60K_LABELSTUDIO_DIR", str(tmp_path / "labelstudio"))
     monkeypatch.setenv("LABEL_STUDIO_URL", f"http://127.0.0.1:{free_label_studio_port()}")
     port = free_port()
@@ -704,15 +705,15 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
             process.wait(timeout=10)
             assert servers and healthy(api_url)
             # The vote receiver outlives serving, as the Prefect server does; it has this test's settings.
-            receiver = ReceiverProcess(load_settings(tmp_path / "labelstudio.env"))
+            receiver = ReceiverProcess(load_settings(env_file))
             assert receiver.healthy() and receiver.pid() is not None
     finally:
         for server in servers or prefect_servers():
             stop_group(server)
-        if (tmp_path / "labelstudio.env").exists():
-            ReceiverProcess(load_settings(tmp_path / "labelstudio.env")).stop()
+        if env_file.exists():
+            ReceiverProcess(load_settings(env_file)).stop()
     assert not healthy(api_url)
-    assert not ReceiverProcess(load_settings(tmp_path / "labelstudio.env")).healthy()
+    assert not ReceiverProcess(load_settings(env_file)).healthy()
 
 
 def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> None:

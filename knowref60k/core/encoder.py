@@ -138,7 +138,7 @@ class MiniLM:
         """The last layer's vector of every token of `token_offsets`' encodings (texts x tokens x width,
         zero for padding). With `wanted` (texts x tokens, true where a vector is read), the others are
         zero too: the last layer's queries and feed-forward run on the wanted tokens alone."""
-        lengths = [int(sum(e.attention_mask)) for e in encodings]
+        lengths = real_lengths(encodings)
         starts = np.cumsum([0, *lengths])
         real = np.arange(len(encodings[0].ids))[None, :] < np.array(lengths)[:, None]
         texts, tokens = np.nonzero(real if wanted is None else real & wanted)
@@ -149,7 +149,7 @@ class MiniLM:
 
     def _encode_batch(self, texts: list[str]) -> Array:
         encodings = self.tokenizer.encode_batch(texts)
-        lengths = [int(sum(e.attention_mask)) for e in encodings]
+        lengths = real_lengths(encodings)
         hidden = self._forward(encodings, lengths)
         pooled = np.add.reduceat(hidden, np.cumsum([0, *lengths[:-1]]), axis=0) / np.array(lengths)[:, None]
         unit: Array = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -228,6 +228,11 @@ class MiniLM:
         normalised = (hidden - mean) / np.sqrt(variance + self.config["layer_norm_eps"])
         scaled: Array = normalised * self.weights[f"{name}.weight"] + self.weights[f"{name}.bias"]
         return scaled
+
+
+def real_lengths(encodings: Sequence[Any]) -> list[int]:
+    """Each encoding's count of real tokens (its padding left out)."""
+    return [int(sum(encoding.attention_mask)) for encoding in encodings]
 
 
 def gelu(values: Array) -> Array:
