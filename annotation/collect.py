@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from annotation.accounts import SIMULATED_PREFIX, roles
 from annotation.client import LabelStudioClient
+from annotation.tasks import CAREFUL
 from annotation.votes import VOTE_SCHEMA, VoteCounts, votes_from_export
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import atomic_path, write_json_atomic
@@ -33,6 +34,7 @@ TASK_SCHEMA = pa.schema(
         pa.field("is_labeled", pa.bool_(), nullable=False),
         pa.field("overlap", pa.int64(), nullable=False),
         pa.field("annotators", pa.int64(), nullable=False),
+        pa.field("careful", pa.bool_(), nullable=False),
     ]
 )
 
@@ -97,6 +99,7 @@ def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dic
             "is_labeled": bool(task.is_labeled),
             "overlap": int(task.overlap or 0),
             "annotators": int(task.total_annotations or 0),
+            "careful": bool(task.data.get(CAREFUL)),
         }
         for task in listed
     ]
@@ -137,7 +140,7 @@ def apply_queue_states(
             changed["moving"] = changed.get("moving", 0) + 1
             continue
         choices = [vote["choice"] for vote in distinct_votes(by_item.get(task["item_id"], []))]
-        state = config.queue_state(task["stage"], task["item_id"], choices, held)
+        state = config.queue_state(task["stage"], task["item_id"], choices, held, task["careful"])
         if (state.overlap, state.closed) == (task["overlap"], task["is_labeled"]):
             continue
         kind = (

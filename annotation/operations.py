@@ -16,7 +16,7 @@ from annotation.client import STAGE_PROJECTS, LabelStudioClient, PushReport, rea
 from annotation.receiver import ReceiverProcess
 from annotation.settle import promotion_lock
 from annotation.simulate import AnnotatorSession, Work, resolver, screener, work_through
-from annotation.tasks import ORDER_SEED, simulated_truth
+from annotation.tasks import CAREFUL, ORDER_SEED, simulated_truth
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.controls import draw_controls, load_controls
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, decide_stage
@@ -32,13 +32,18 @@ def push_new(
 ) -> dict[str, PushReport]:
     """New items into the first stage (screening, unless it is off), with control items making up
     `control_share` of the tasks (drawn the same way on every push, so a repeated push adds none). Items
-    whose validity score is high enough to skip screening go straight to resolution."""
+    whose validity score is high enough to skip screening go straight to resolution; those scored below
+    the careful level are marked to be screened by the careful rule."""
     # Each item once, whichever files hold it: the counts and the share of control items follow.
     items = list({row["candidate_id"]: row for row in read_items(item_paths)}.values())
     skipping: list[dict[str, Any]] = []
     screened: list[dict[str, Any]] = []
     for row in items:
-        (skipping if config.skips_screening(row.get("validity_score")) else screened).append(row)
+        score = row.get("validity_score")
+        if config.skips_screening(score):
+            skipping.append(row)
+        else:
+            screened.append({**row, CAREFUL: config.screens_carefully(score)})
     stage = first_stage(config)
     controls = [row for path in config.controls for row in load_controls(Path(path))]
     drawn = draw_controls(
@@ -51,9 +56,10 @@ def push_new(
     return reports
 
 
-def screened_valid(votes_path: Path, config: LabellingConfig) -> set[str]:
+def screened_valid(votes_path: Path, config: LabellingConfig, scores: Mapping[str, float | None]) -> set[str]:
+    """The items screening accepted, each by its rule (careful below the level, by the items' `scores`)."""
     votes = pq.read_table(votes_path).to_pylist() if votes_path.exists() else []
-    decisions = decide_stage(votes, SCREENING, config.screening_rule)
+    decisions = decide_stage(votes, SCREENING, config.screening_rule, rules=config.careful_rules(scores))
     return {item_id for item_id, decision in decisions.items() if decision.status == SCREENED_VALID}
 
 
@@ -62,8 +68,10 @@ def promote(
 ) -> dict[str, Any]:
     """Push to resolution every item that screening accepted, by the votes last collected (idempotent:
     items already there, promoted by the vote receiver or an earlier sync, are not pushed again)."""
-    accepted = screened_valid(votes_path, config)
-    rows = (row for row in read_items(item_paths) if row["candidate_id"] in accepted)
+    items = {row["candidate_id"]: row for row in read_items(item_paths)}
+    scores = {item_id: row.get("validity_score") for item_id, row in items.items()}
+    accepted = screened_valid(votes_path, config, scores)
+    rows = (row for item_id, row in items.items() if item_id in accepted)
     client.ensure_project(RESOLUTION, config.initial_overlap(RESOLUTION))  # the server answers: then lock
     with promotion_lock(client):
         report = client.push(rows, RESOLUTION, config.initial_overlap(RESOLUTION), ORDER_SEED)

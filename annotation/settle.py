@@ -18,7 +18,7 @@ from typing import Any
 
 from annotation.accounts import roles
 from annotation.client import LabelStudioClient, read_items
-from annotation.tasks import ORDER_SEED
+from annotation.tasks import CAREFUL, ORDER_SEED
 from annotation.votes import votes_from_export
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
@@ -111,12 +111,12 @@ class Settler:
             [{"id": task_id, "data": view.data, "annotations": annotations}], stage, frozenset()
         )
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
-        item_id = str(view.data["item_id"])
-        decision = decide(item_id, allowed, self.config.rule(stage))
+        item_id, careful = str(view.data["item_id"]), bool(view.data.get(CAREFUL))
+        decision = decide(item_id, allowed, self.config.rule(stage, careful))
         if stage == SCREENING and decision.status == SCREENED_VALID and not is_control(item_id):
             self.promote(item_id)
         choices = [vote["choice"] for vote in (*decision.votes, *decision.late)]
-        state = self.config.queue_state(stage, item_id, choices, len(annotations))
+        state = self.config.queue_state(stage, item_id, choices, len(annotations), careful)
         if state == view.state:
             return UNCHANGED
         self.client.set_queue_state(task_id, state.overlap, state.closed)

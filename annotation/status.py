@@ -26,7 +26,10 @@ def read_status(out: Path, config: LabellingConfig) -> dict[str, Any]:
             f"{report_path} not found: collect the votes first (knowref60k annotate collect --out {out})"
         )
     report = orjson.loads(report_path.read_bytes())
-    tasks: list[Mapping[str, Any]] = list(read_rows(out / "tasks.parquet", TASK_COLUMNS, "tasks"))
+    # `careful` is missing from a collect of a version before careful screening: no task was then.
+    tasks: list[Mapping[str, Any]] = list(
+        read_rows(out / "tasks.parquet", TASK_COLUMNS, "tasks", optional=["careful"])
+    )
     votes: list[Mapping[str, Any]] = list(read_rows(out / "votes.parquet", VOTE_COLUMNS, "votes"))
     emails = {int(uid): email for uid, email in report.get("emails", {}).items()}
     return status(

@@ -30,6 +30,8 @@ SCREENING_ANSWERS = {
 
 # The seed of the order in which tasks are pushed (and of the simulated annotators' answers).
 ORDER_SEED = 60_000
+# The key of a task's data (and an item row's, at the push) marking an item screened by the careful rule.
+CAREFUL = "careful"
 
 
 def names_first_is_name1(item_id: str, seed: int) -> bool:
@@ -75,8 +77,13 @@ def resolution_task(item: Mapping[str, Any], seed: int) -> dict[str, Any]:
 
 
 def screening_task(item: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    """The task's data; an item screened carefully (`CAREFUL` set on its row at the push) says so in its
+    data, so that whoever settles the task from Label Studio alone applies the careful rule."""
     options = [(label, code) for code, label in SCREENING_ANSWERS.items()]
-    return _task(item, original_html(item), item["sentence"], options)
+    task = _task(item, original_html(item), item["sentence"], options)
+    if item.get(CAREFUL):
+        task["data"][CAREFUL] = True
+    return task
 
 
 def _task(

@@ -7,8 +7,8 @@ items as the gold set judges them.
 Resolvers answer right with 0.9 (as the simulated ones do) and cannot tell an invalid item from a valid
 one; a screener who errs on an invalid item lets it through. Prints a Markdown table, then one for rules
 that use the validity score: items at or above the model's skip level go to resolution unscreened, those
-from LEVEL up are screened by the configured rule, and those below LEVEL need two screeners to accept
-(one to reject).
+from LEVEL up are screened by the configured rule, and those below LEVEL by the careful one (two screeners
+to accept, one to reject); the configured level (chosen on the gold set's tuning part) is marked.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from knowref60k.labelling.config import load_labelling_config
-from knowref60k.labelling.costs import Plan, plan
+from knowref60k.labelling.costs import plan, summed
 from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
 from knowref60k.quality.gold import load_gold
 from knowref60k.quality.validity import screening_answers
@@ -66,10 +66,10 @@ def print_score_bands(rows: list[dict[str, Any]], answers: dict[str, str]) -> No
     config = load_labelling_config()
     skip = config.skip_level
     print(f"\nWith the score (unscreened from {skip}; screener and resolver accuracy 0.9):\n")
-    print("| second screener below | validity | votes per kept valid item | kept valid items |")
+    print("| careful screening below | validity | votes per kept valid item | kept valid items |")
     print("|---:|---:|---:|---:|")
-    for level in SECOND_SCREENER_BELOW:
-        bands = ((skip, None), (level, config.screening_rule), (0.0, ScreeningRule(2, 1)))
+    for level in sorted({*SECOND_SCREENER_BELOW, config.careful_level}):
+        bands = ((skip, None), (level, config.screening_rule), (0.0, config.careful_screening_rule))
         parts, upper = [], float("inf")
         for lower, rule in bands:
             judged = [
@@ -80,9 +80,10 @@ def print_score_bands(rows: list[dict[str, Any]], answers: dict[str, str]) -> No
             valid = sum(answer == VALID for answer in judged)
             parts.append(plan(valid, len(judged) - valid, rule, ResolutionRule(), 0.9, 0.9))
             upper = lower
-        found = Plan(*(sum(getattr(p, field) for p in parts) for field in Plan.__dataclass_fields__))
+        found = summed(parts)
+        shown = f"**{level}** (configured)" if level == config.careful_level else str(level)
         print(
-            f"| {level} | {found.validity:.1%} | {found.votes_per_kept_valid:.2f} | {found.kept_valid:.1f} |"
+            f"| {shown} | {found.validity:.1%} | {found.votes_per_kept_valid:.2f} | {found.kept_valid:.1f} |"
         )
 
 

@@ -333,6 +333,7 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     assert made["agreement"]["items"] == {"kept": len(kept), "rejected_ambiguous": 6 - len(kept)}
     assert made["labelling"]["screening"] == {
         "items": 6,
+        "screened_carefully": 0,
         "screened_valid": 6,
         "screened_out": {},
         "pending": 0,
@@ -382,8 +383,8 @@ def refuses_the_same_version_and_aflite_on_too_few(
 
 def check_the_loop(result: dict[str, Any]) -> tuple[list[str], int]:
     """The demo's two stages: items the validity model is sure of skip screening, the rest are screened
-    once; the screened valid ones and the skipped ones are resolved. Returns the resolved items and how
-    many the 4-of-5 rule keeps, counted here from the resolution votes themselves."""
+    (carefully where they score low); the screened valid ones and the skipped ones are resolved. Returns
+    the resolved items and how many the 4-of-5 rule keeps, counted here from the resolution votes."""
     items = [Path(f["items_path"]) for f in result["pipeline"]["prepare"]["files"]]
     config = LabellingConfig()
     sure = sorted(i["candidate_id"] for i in read_items(items) if config.skips_screening(i["validity_score"]))
@@ -401,9 +402,11 @@ def check_the_loop(result: dict[str, Any]) -> tuple[list[str], int]:
     all_votes = pq.read_table(votes["votes_path"]).to_pylist()
     screened = {v["item_id"]: v["choice"] for v in all_votes if v["stage"] == SCREENING}
     assert sorted(screened) == sorted(set(item_ids_of(items)) - set(sure))
-    # One vote decides a screening task; screeners working at once on SQLite may, rarely, both get one.
+    # One vote decides a screening task, two "valid" ones a task screened carefully (a low score);
+    # screeners working at once on SQLite may, rarely, both get one.
     assert result["votes_cast"][SCREENING] >= first
-    decided = decide_stage(all_votes, SCREENING, config.screening_rule)
+    careful = config.careful_rules({i["candidate_id"]: i["validity_score"] for i in read_items(items)})
+    decided = decide_stage(all_votes, SCREENING, config.screening_rule, rules=careful)
     screened_valid = sorted(item for item, d in decided.items() if d.status == "screened_valid")
     promoted = len(screened_valid)
     # The vote receiver promoted each screened-valid item as its vote came; the sync's promotion after the

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from knowref60k.core.errors import UserError
+from knowref60k.core.validity_model import operating_point
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.controls import draw_controls
 from knowref60k.labelling.costs import outcomes, plan, resolver_answers, screener_answers
@@ -28,9 +29,11 @@ from knowref60k.labelling.decisions import (
     ResolutionRule,
     ScreeningRule,
     decide,
+    decide_stage,
 )
 from knowref60k.labelling.quality import annotator_quality, dawid_skene
 from knowref60k.labelling.separation import NO_ROLE, SCREENED_THIS_ITEM, WRONG_ROLE, explain, separate
+from knowref60k.labelling.slots import QueueState
 from knowref60k.labelling.status import status as labelling_status
 from tests.test_release import vote
 
@@ -320,6 +323,53 @@ def test_status_of_a_fixed_vote_set() -> None:
         "control_accuracy": None,
     }
     assert found["annotators"]["2"]["control_accuracy"] == 1.0  # no email on record: the id
+
+
+def test_items_scored_below_the_careful_level_need_two_valid_screening_votes() -> None:
+    config = LabellingConfig(controls=(), careful_screening_below=0.5)
+    assert config.screens_carefully(0.49) and not config.screens_carefully(0.5)
+    assert not config.screens_carefully(None) and not config.skips_screening(0.49)
+    assert config.rule(SCREENING, careful=True) == ScreeningRule(2, 1) == config.careful_screening_rule
+    assert config.rule(SCREENING) == ScreeningRule(1, 1)
+    assert config.rule(RESOLUTION, careful=True) == config.resolution_rule
+    rules = config.careful_rules({"low": 0.2, "high": 0.7, "unscored": None})
+    assert rules == {"low": ScreeningRule(2, 1)}
+    votes = [vote(1, "valid", 0, "low", stage=SCREENING), vote(1, "valid", 1, "high", stage=SCREENING)]
+    decided = decide_stage(votes, SCREENING, config.screening_rule, rules=rules)
+    assert (decided["low"].status, decided["high"].status) == (PENDING, SCREENED_VALID)
+    second = decide_stage(
+        [*votes, vote(2, "valid", 2, "low", stage=SCREENING)], SCREENING, config.screening_rule, rules=rules
+    )
+    assert second["low"].status == SCREENED_VALID and len(second["low"].votes) == 2
+    reason = decide_stage(
+        [vote(3, "same_person", 0, "low", stage=SCREENING)], SCREENING, config.screening_rule, rules=rules
+    )
+    assert (reason["low"].status, reason["low"].label) == (SCREENED_OUT, "same_person")
+    # One "valid" vote on a careful task admits one more screener; on another task it closes it.
+    assert config.queue_state(SCREENING, "low", ["valid"], 1, careful=True) == QueueState(2, False)
+    assert config.queue_state(SCREENING, "high", ["valid"], 1) == QueueState(1, True)
+    assert config.to_dict()["careful_screening_below"] == 0.5
+    assert not LabellingConfig(controls=(), careful_screening_below=0.0).screens_carefully(0.01)
+    assert not LabellingConfig(controls=(), screening=False, careful_screening_below=0.5).screens_carefully(
+        0.1
+    )
+    shipped = LabellingConfig(controls=())
+    assert shipped.careful_level == operating_point("careful_screening_below")
+    assert 0 < shipped.careful_level < shipped.skip_level
+    with pytest.raises(UserError, match="at least one vote"):
+        LabellingConfig(controls=(), careful_accept_at=0)
+
+
+def test_status_decides_a_careful_task_by_the_careful_rule() -> None:
+    config = LabellingConfig(controls=(), careful_screening_below=0.5)
+    tasks = [{"stage": SCREENING, "item_id": "a", "careful": True}, {"stage": SCREENING, "item_id": "b"}]
+    votes = [vote(1, "valid", 0, "a", stage=SCREENING), vote(1, "valid", 1, "b", stage=SCREENING)]
+    screening = labelling_status(tasks, votes, config, {}, {}, {})["stages"][SCREENING]
+    assert (screening["in_progress"], screening["decided"], screening["outcomes"]) == (
+        1,
+        1,
+        {"screened_valid": 1},
+    )
 
 
 # ---- controls ----

@@ -23,6 +23,7 @@ from annotation.receiver import Receiver, ReceiverProcess, TaskQueue
 from annotation.server import Server
 from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
 from annotation.simulate import AnnotatorSession
+from annotation.tasks import CAREFUL
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from tests.conftest import free_port, missing_prerequisite, wait_for
@@ -223,6 +224,31 @@ def test_a_screened_valid_item_is_promoted_to_resolution_once(project: Settings)
         # The periodic sync's promotion finds it there and imports nothing.
         assert client.has_item(resolution, "item-00002") and not client.has_item(resolution, "item-00009")
         screener.close()
+
+
+@pytest.mark.integration
+def test_an_item_screened_carefully_waits_for_a_second_valid_vote(project: Settings) -> None:
+    """A task marked careful at the push: one "valid" vote reopens it for one more screener and promotes
+    nothing; the second decides it, closes it and promotes the item."""
+    with LabelStudioClient(project) as client:
+        client.push([{**item(1), CAREFUL: True}], SCREENING, CONFIG.initial_overlap(SCREENING), seed=0)
+        project_id = client.existing_project(SCREENING)
+        first, second = [AnnotatorSession(project, a) for a in create_accounts(client, "screener", 2)]
+        task = first.next_task(project_id)
+        assert task is not None and task["data"][CAREFUL] is True
+        first.vote(task, "valid", "screening")
+        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        assert state(client, task["id"]) == (2, False) and client.find_project(RESOLUTION) is None
+        again = second.next_task(project_id)
+        assert again is not None and again["id"] == task["id"]
+        second.vote(again, "valid", "screening")
+        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        assert state(client, task["id"]) == (2, True)
+        assert [t["data"]["item_id"] for t in client.export(client.existing_project(RESOLUTION))] == [
+            "item-00001"
+        ]
+        first.close()
+        second.close()
 
 
 @pytest.mark.integration

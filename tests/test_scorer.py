@@ -248,6 +248,22 @@ def numbers_and_shape(value: Any) -> tuple[list[float], Any]:
     return [], value
 
 
+def test_the_careful_screening_level_is_the_lowest_that_reaches_the_validity_asked() -> None:
+    """Invalid items low, valid ones high: screened by the usual rule, one invalid item in ten gets through
+    and the kept items are about 90% valid; screened carefully, one in a hundred."""
+    from knowref60k.quality.training import careful_point
+
+    scores = np.array([0.05] * 20 + [0.2] * 50 + [0.4] * 10 + [0.6] * 50 + [0.95] * 5)
+    labels = np.array([0] * 20 + [0] * 50 + [1] * 10 + [1] * 50 + [1] * 5)
+    assert careful_point(scores, labels, 0.1, 0.9, validity=0.97) == 0.4  # the 0.2 band careful: enough
+    assert careful_point(scores, labels, 0.1, 0.9, validity=0.5) == 0.1  # nobody careful: enough
+    assert (
+        careful_point(scores, labels, 0.1, 0.9, validity=1.0) == 0.9
+    )  # never enough: all screened carefully
+    valid_only = careful_point(scores[labels == 1], labels[labels == 1], 0.1, 0.9, validity=0.97)
+    assert valid_only == 0.1
+
+
 @pytest.mark.integration
 def test_the_build_script_rebuilds_the_shipped_model_from_the_shipped_data(tmp_path: Path) -> None:
     out = tmp_path / "validity_model.json"

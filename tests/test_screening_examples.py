@@ -102,11 +102,12 @@ def test_each_decided_screening_task_is_an_example_with_its_origin_and_reason() 
 
 
 def test_screening_examples_load_as_tuning_items_of_their_origin(tmp_path: Path) -> None:
-    found, _ = screening_examples(
-        [vote("a", 1, "valid", 1), vote("b", 1, "not_a_person", 2)],
-        {"a": item("a"), "b": item("b")},
-        LabellingConfig(),
-    )
+    votes = [vote("a", 1, "valid", 1), vote("b", 1, "not_a_person", 2)]
+    items = {"a": item("a"), "b": item("b")}
+    # Scored 0.5, below a careful-screening level of 0.6: one "valid" vote does not decide "a".
+    careful, counts = screening_examples(votes, items, LabellingConfig(careful_screening_below=0.6))
+    assert [e["candidate_id"] for e in careful] == ["b"] and counts.left_out == {"undecided": 1}
+    found, _ = screening_examples(votes, items, LabellingConfig(careful_screening_below=0.0))
     path = tmp_path / "examples.jsonl"
     write_examples(found, path)
     loaded = load_examples(path)

@@ -28,6 +28,7 @@ RULES = [
     ResolutionRule(3, 2),
     ResolutionRule(7, 5),
     ScreeningRule(),
+    ScreeningRule(2, 1),
     ScreeningRule(2, 2),
     ScreeningRule(3, 1),
 ]

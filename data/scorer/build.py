@@ -1,7 +1,7 @@
 """Train the validity model on the tuning part of the gold set and write it as JSON.
 
     .venv/bin/python data/scorer/build.py [--out data/scorer/validity_model.json] [--precision 0.9]
-        [--screening-examples EXAMPLES.jsonl [--screening-weight 0.5]]
+        [--careful-validity 0.97] [--screening-examples EXAMPLES.jsonl [--screening-weight 0.5]]
 
 1. The loose rule (person detection "score") makes a candidate of every judged sentence of
    `data/eval/reddit_gold.jsonl` that has exactly two names before its connective; each gets its feature
@@ -18,7 +18,9 @@
    of both halves; grouped 5-fold cross-validation by comment): the default threshold (below it
    candidates are set aside) is the highest that keeps `--recall` of the valid candidates; items
    scoring at least the lowest level at which they are `--skip-precision` valid go to resolution
-   without screening.
+   without screening; items below the careful-screening level need two screeners' "valid" (one reason
+   still rejects): the lowest level at which the kept items are expected `--careful-validity` valid,
+   with screeners and resolvers right 90% of the time (knowref60k.labelling.costs).
 
 The JSON holds the features' names, the trees, the thresholds, the hash of what it was trained on (the
 gold file and the spaCy pipeline) and of the encoder's adapters, so `tests/test_scorer.py` can rebuild
@@ -62,6 +64,12 @@ def main() -> None:
     parser.add_argument(
         "--skip-precision", type=float, default=0.97, help="precision above which screening is skipped"
     )
+    parser.add_argument(
+        "--careful-validity",
+        type=float,
+        default=0.97,
+        help="expected release validity below which items are screened carefully (two valid votes)",
+    )
     parser.add_argument("--screening-examples", type=Path, help="JSON lines from `annotate examples`")
     parser.add_argument(
         "--screening-weight", type=float, default=0.5, help="weight of a screening-derived example (gold: 1)"
@@ -71,7 +79,8 @@ def main() -> None:
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]
     extra = supplement(args.screening_examples, args.screening_weight, model_name)
     span_scores = span_out_of_fold(model_name)
-    model = build_model(tune, model_name, args.recall, args.skip_precision, span_scores, extra)
+    points = (args.recall, args.skip_precision, args.careful_validity)
+    model = build_model(tune, model_name, *points, span_scores, extra)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(model) + b"\n")
     training = model["training"]

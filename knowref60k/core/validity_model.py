@@ -21,5 +21,6 @@ def read_model(path: Path = VALIDITY_MODEL) -> dict[str, Any]:
 
 
 def operating_point(name: str, path: Path = VALIDITY_MODEL) -> float:
-    """`threshold` (below it a candidate is set aside) or `skip_screening_above`."""
+    """`threshold` (below it a candidate is set aside), `skip_screening_above` or
+    `careful_screening_below`."""
     return float(read_model(path)[name])

@@ -4,7 +4,7 @@ overridable by the `[labelling]` table of the TOML config and by command-line op
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +34,12 @@ class LabellingConfig:
     # Items whose validity score is at least this go to resolution unscreened; a negative value: the
     # level the validity model was built with (data/scorer/validity_model.json), above 1: never.
     skip_screening_above: float = -1.0
+    # Items whose validity score is below this are screened carefully: `careful_accept_at` "valid" votes
+    # accept them, one vote with a reason still rejects them (an invalid item let through costs four or
+    # five resolution votes, a second screening vote one). Negative: the level the validity model was
+    # built with (data/scorer/validity_model.json); 0: never.
+    careful_screening_below: float = -1.0
+    careful_accept_at: int = 2
     # The share of tasks pushed to a stage that are control items with a known answer, and the files
     # they are drawn from (knowref60k.labelling.controls); none for a stage without controls.
     control_share: float = 0.05
@@ -53,34 +59,55 @@ class LabellingConfig:
             raise UserError(f"audit_share must be in [0, 1], not {self.audit_share}")
         refuse_bad_choices(self)
         # Built here so that a bad rule is refused when the settings are read, not in the middle of a collect.
-        _ = (self.screening_rule, self.resolution_rule)
+        _ = (self.screening_rule, self.careful_screening_rule, self.resolution_rule)
 
     @property
     def screening_rule(self) -> ScreeningRule:
         return ScreeningRule(self.screening_accept_at, self.screening_reject_at)
 
     @property
+    def careful_screening_rule(self) -> ScreeningRule:
+        return ScreeningRule(self.careful_accept_at, self.screening_reject_at)
+
+    @property
     def resolution_rule(self) -> ResolutionRule:
         return ResolutionRule(self.votes_per_item, self.keep_at_least, self.fifth_vote)
 
-    def rule(self, stage: str) -> Rule:
-        return self.screening_rule if stage == SCREENING else self.resolution_rule
+    def rule(self, stage: str, careful: bool = False) -> Rule:
+        """The stage's rule; `careful`: the careful screening rule (for an item scored below the level)."""
+        if stage != SCREENING:
+            return self.resolution_rule
+        return self.careful_screening_rule if careful else self.screening_rule
+
+    def screens_carefully(self, score: float | None) -> bool:
+        """Whether an item with this validity score is screened by the careful rule."""
+        return self.screening and score is not None and score < self.careful_level
+
+    def careful_rules(self, scores: Mapping[str, float | None]) -> dict[str, Rule]:
+        """The screening rule of each item (by id) that is screened carefully, from the items' scores."""
+        return {
+            item: self.careful_screening_rule
+            for item, score in scores.items()
+            if self.screens_carefully(score)
+        }
 
     def is_audit(self, item_id: str) -> bool:
         return is_audit(item_id, self.audit_share, self.audit_seed)
 
-    def queue_state(self, stage: str, item_id: str, choices: Sequence[str], annotations: int) -> QueueState:
+    def queue_state(
+        self, stage: str, item_id: str, choices: Sequence[str], annotations: int, careful: bool = False
+    ) -> QueueState:
         """What the task of `item_id` in `stage` should admit, given its distinct accepted votes so far
         and the annotations Label Studio counts on it."""
-        return queue_state(
-            self.rule(stage), choices, annotations, self.overlap_policy, self.is_audit(item_id)
-        )
+        rule = self.rule(stage, careful)
+        return queue_state(rule, choices, annotations, self.overlap_policy, self.is_audit(item_id))
 
-    def late_votes(self, stage: str, decision: Decision) -> int:
+    def late_votes(self, stage: str, decision: Decision, careful: bool = False) -> int:
         """The votes cast after the deciding one that no rule asked for: an audit item's extra votes, up to
         all its rule can take, are audit votes, not late ones."""
         audit = self.is_audit(decision.item_id)
-        return late_votes(len(decision.votes), len(decision.late), self.rule(stage).limit, audit)
+        limit = self.rule(stage, careful).limit
+        return late_votes(len(decision.votes), len(decision.late), limit, audit)
 
     def initial_overlap(self, stage: str) -> int:
         """The overlap of a task nobody has voted on (its project's `maximum_annotations`)."""
@@ -98,8 +125,17 @@ class LabellingConfig:
             return 2.0  # no model: screen everything
         return operating_point("skip_screening_above")
 
+    @cached_property
+    def careful_level(self) -> float:
+        if self.careful_screening_below >= 0:
+            return self.careful_screening_below
+        if not VALIDITY_MODEL.is_file():
+            return 0.0  # no model: no scores to be careful about
+        return operating_point("careful_screening_below")
+
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "skip_screening_above": self.skip_level}
+        levels = {"skip_screening_above": self.skip_level, "careful_screening_below": self.careful_level}
+        return {**dataclasses.asdict(self), **levels}
 
 
 def load_labelling_config(path: Path | None = None, **overrides: Any) -> LabellingConfig:

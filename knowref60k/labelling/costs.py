@@ -7,7 +7,7 @@ errs picks one of the two other answers at random (as the simulated annotators d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from knowref60k.labelling.decisions import (
@@ -109,3 +109,9 @@ def plan(
         screening_votes=screening_votes,
         resolution_votes=accepted * resolved.expected_votes,
     )
+
+
+def summed(plans: Iterable[Plan]) -> Plan:
+    """Items split between rules (by score band): the sum of their plans."""
+    parts = list(plans)
+    return Plan(*(sum(getattr(part, name) for part in parts) for name in Plan.__dataclass_fields__))

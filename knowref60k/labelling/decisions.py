@@ -198,12 +198,20 @@ def first_decided(rule: Rule, choices: Sequence[str]) -> int | None:
 
 
 def decide_stage(
-    votes: Iterable[Mapping[str, Any]], stage: str, rule: Rule, item_ids: Iterable[str] = ()
+    votes: Iterable[Mapping[str, Any]],
+    stage: str,
+    rule: Rule,
+    item_ids: Iterable[str] = (),
+    rules: Mapping[str, Rule] | None = None,
 ) -> dict[str, Decision]:
     """The decision on every item of `stage` that has votes, and on every item of `item_ids` (pending
-    when it has none)."""
+    when it has none); an item of `rules` is decided by its own rule there (careful screening)."""
     by_item: dict[str, list[Mapping[str, Any]]] = {item_id: [] for item_id in item_ids}
     for vote in votes:
         if vote["stage"] == stage:
             by_item.setdefault(vote["item_id"], []).append(vote)
-    return {item_id: decide(item_id, item_votes, rule) for item_id, item_votes in sorted(by_item.items())}
+    own = rules or {}
+    return {
+        item_id: decide(item_id, item_votes, own.get(item_id, rule))
+        for item_id, item_votes in sorted(by_item.items())
+    }

@@ -16,6 +16,7 @@ from knowref60k.labelling.decisions import (
     SCREENED_OUT,
     SCREENING,
     Decision,
+    Rule,
     decide_stage,
 )
 from knowref60k.labelling.quality import annotator_quality, is_control
@@ -28,11 +29,12 @@ def stage_status(
     config: LabellingConfig,
 ) -> dict[str, Any]:
     """The state of one stage's items (control tasks left out) and its votes."""
-    rule = config.screening_rule if stage == SCREENING else config.resolution_rule
+    tasks = list(tasks)
     items = sorted({t["item_id"] for t in tasks if t["stage"] == stage and not is_control(t["item_id"])})
     stage_votes = [v for v in votes if v["stage"] == stage]
     item_votes = [v for v in stage_votes if not is_control(v["item_id"])]
-    decisions = decide_stage(item_votes, stage, rule, items)
+    careful = careful_items(tasks, stage)
+    decisions = decide_stage(item_votes, stage, config.rule(stage), items, _rules(config, stage, careful))
     decided = [d for d in decisions.values() if d.status != PENDING]
     cast = Counter(v["item_id"] for v in item_votes)
     spent = sum(len(d.votes) for d in decided)
@@ -46,7 +48,7 @@ def stage_status(
         "decided": len(decided),
         "outcomes": _outcomes(decided),
         "votes": len(item_votes),
-        "late_votes": sum(config.late_votes(stage, d) for d in decided),
+        "late_votes": sum(config.late_votes(stage, d, d.item_id in careful) for d in decided),
         "control_votes": len(stage_votes) - len(item_votes),
         "votes_per_decided_item": round(per_decided, 2) if per_decided is not None else None,
         "votes_per_kept_item": _per_kept(len(stage_votes), decided, stage),
@@ -56,6 +58,15 @@ def stage_status(
             else None
         ),
     }
+
+
+def careful_items(tasks: Iterable[Mapping[str, Any]], stage: str) -> frozenset[str]:
+    """The items of the stage's tasks that are screened by the careful rule (as their tasks say)."""
+    return frozenset(t["item_id"] for t in tasks if t["stage"] == stage and t.get("careful"))
+
+
+def _rules(config: LabellingConfig, stage: str, careful: Iterable[str]) -> dict[str, Rule]:
+    return {item_id: config.rule(stage, careful=True) for item_id in careful}
 
 
 def _outcomes(decided: Iterable[Decision]) -> dict[str, int]:
@@ -88,9 +99,10 @@ def status(
     all_votes = sum(s["votes"] + s["control_votes"] for s in stages.values())
     annotators: dict[str, dict[str, Any]] = {}
     for stage in (SCREENING, RESOLUTION):
-        rule = config.screening_rule if stage == SCREENING else config.resolution_rule
+        rules = _rules(config, stage, careful_items(tasks, stage))
         stage_votes = [v for v in votes if v["stage"] == stage]
-        decisions = decide_stage([v for v in stage_votes if not is_control(v["item_id"])], stage, rule)
+        item_votes = [v for v in stage_votes if not is_control(v["item_id"])]
+        decisions = decide_stage(item_votes, stage, config.rule(stage), rules=rules)
         for annotator, quality in annotator_quality(stage_votes, decisions, control_answers).items():
             annotators[emails.get(annotator, str(annotator))] = {"stage": stage, **quality.to_dict()}
     return {

@@ -63,7 +63,8 @@ def screening_examples(
     control items, undecided tasks and items not in `items` are counted and left out."""
     counts = ExampleCounts()
     screening = [vote for vote in votes if vote["stage"] == SCREENING]
-    decisions = decide_stage(screening, SCREENING, config.rule(SCREENING))
+    scores = {item_id: item.get("validity_score") for item_id, item in items.items()}
+    decisions = decide_stage(screening, SCREENING, config.rule(SCREENING), rules=config.careful_rules(scores))
     found = []
     for item_id, decision in decisions.items():
         item = items.get(item_id)

@@ -17,6 +17,8 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array, combine
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.costs import plan, summed
 from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.quality.scorer_data import Example
 
@@ -31,6 +33,9 @@ PARAMETERS: dict[str, Any] = {
     "random_state": 0,
 }
 FOLDS = 5
+# How often screeners and resolvers are assumed right where the careful-screening level is chosen: the
+# simulated annotators' accuracy (control items measure real ones: docs/labelling-operations.md).
+ANNOTATOR_ACCURACY = 0.9
 DIGITS = 8  # rounding of leaf values in the JSON: bytes that do not depend on the last bits
 
 
@@ -165,6 +170,32 @@ def operating_point(scores: Array, labels: Array, precision: float) -> float:
     return 1.0
 
 
+def careful_point(scores: Array, labels: Array, threshold: float, skip: float, validity: float) -> float:
+    """The lowest level such that, with the items below it screened by the careful rule, those from it
+    up by the usual one and those from `skip` up unscreened, the kept items are expected `validity`
+    valid (screeners and resolvers right `ANNOTATOR_ACCURACY` of the time; the default labelling rules);
+    `skip` when no level is enough. Candidates below `threshold` are set aside, so not counted."""
+    config = LabellingConfig()
+    pushed = scores >= threshold
+    for level in sorted({threshold, *np.round(scores[pushed & (scores < skip)], 4).tolist()}):
+        bands = (
+            (skip, np.inf, None),
+            (level, skip, config.screening_rule),
+            (threshold, level, config.careful_screening_rule),
+        )
+        parts = []
+        for low, high, rule in bands:
+            inside = (scores >= low) & (scores < high)
+            valid = int(labels[inside].sum())
+            accuracy = ANNOTATOR_ACCURACY
+            parts.append(
+                plan(valid, int(inside.sum()) - valid, rule, config.resolution_rule, accuracy, accuracy)
+            )
+        if summed(parts).validity >= validity:
+            return float(level)
+    return skip
+
+
 def export(model: Any) -> dict[str, Any]:
     trees = []
     for (predictor,) in model._predictors:
@@ -195,6 +226,7 @@ def build_model(
     model_name: str,
     keep_recall: float,
     skip_precision: float,
+    careful_validity: float,
     span_scores: Mapping[str, float],
     supplement: Supplement | None = None,
 ) -> dict[str, Any]:
@@ -205,12 +237,15 @@ def build_model(
     projected = projection(data)
     features, labels = matrix(data, projected)
     scores = combined(data, out_of_fold(data, supplement=supplement), span_scores)
+    threshold = recall_point(scores, labels, keep_recall)
+    skip = round(operating_point(scores, labels, skip_precision), 4)
     model = {
         "features": list(FEATURES),
         "projection": projected,
         **export(fit_with(features, labels, weighted(supplement, projected))),
-        "threshold": recall_point(scores, labels, keep_recall),
-        "skip_screening_above": round(operating_point(scores, labels, skip_precision), 4),
+        "threshold": threshold,
+        "skip_screening_above": skip,
+        "careful_screening_below": careful_point(scores, labels, threshold, skip, careful_validity),
         "training": {
             "data": f"{GOLD_FILE.name} (tune part), spaCy {model_name}",
             "sha256": training_hash(model_name),
@@ -219,6 +254,8 @@ def build_model(
             "parameters": PARAMETERS,
             "threshold_recall": keep_recall,
             "skip_screening_precision": skip_precision,
+            "careful_screening_validity": careful_validity,
+            "annotator_accuracy": ANNOTATOR_ACCURACY,
             "span_model": {
                 "file": SPAN_ADAPTER.name,
                 "sha256": hashlib.sha256(SPAN_ADAPTER.read_bytes()).hexdigest(),

@@ -454,6 +454,10 @@ def funnel_counts(inputs: ReleaseInputs, labelled: Labelled) -> list[tuple[str, 
     screened = (
         [
             ("screened (original sentence)", screening["items"] - screening["pending"]),
+            (
+                f"of them carefully (validity score < {config.careful_level:g})",
+                screening["screened_carefully"],
+            ),
             ("screened valid", screening["screened_valid"]),
             (f"unscreened (validity score >= {config.skip_level:g})", screening["skipped_by_score"]),
         ]

@@ -31,6 +31,8 @@ class Labelled:
     screening: dict[str, Decision] | None
     # Items whose validity score sent them to resolution unscreened.
     skipped: frozenset[str]
+    # Items whose validity score had them screened by the careful rule.
+    careful: frozenset[str]
     report: AgreementReport
     label_model: DawidSkene
     validity_model: DawidSkene | None
@@ -54,11 +56,21 @@ class Labelled:
         reasons = Counter(d.label for d in screened.values() if d.status == SCREENED_OUT)
         return {
             "items": len(screened),
+            "screened_carefully": sum(
+                1 for i, d in screened.items() if i in self.careful and d.status != PENDING
+            ),
             "screened_valid": statuses[SCREENED_VALID],
             "screened_out": dict(sorted(reasons.items())),
             "pending": statuses[PENDING],
             "skipped_by_score": len(self.skipped),
         }
+
+    def screening_rules(self) -> str:
+        described = self.config.screening_rule.describe()
+        if not self.config.careful_level:
+            return described
+        careful = self.config.careful_screening_rule.describe()
+        return f"{described}; below validity score {self.config.careful_level:g}: {careful}"
 
     def kept(self) -> int:
         return self.report.status_counts.get(KEPT, 0)
@@ -68,7 +80,7 @@ class Labelled:
         decided = {i: d.label for i, d in self.report.decisions.items() if d.status == KEPT and d.label}
         return {
             "rules": {
-                "screening": self.config.screening_rule.describe() if self.config.screening else "off",
+                "screening": self.screening_rules() if self.config.screening else "off",
                 "resolution": self.config.resolution_rule.describe(),
                 "config": self.config.to_dict(),
             },
@@ -95,8 +107,11 @@ def label(
         stage: [v for v in votes if v["stage"] == stage and not is_control(v["item_id"])]
         for stage in (SCREENING, RESOLUTION)
     }
+    careful = config.careful_rules({i: items[i].get("validity_score") for i in ids})
     screening = (
-        decide_stage(by_stage[SCREENING], SCREENING, config.screening_rule, ids) if config.screening else None
+        decide_stage(by_stage[SCREENING], SCREENING, config.screening_rule, ids, careful)
+        if config.screening
+        else None
     )
     eligible = [i for i in ids if screening is None or i in skipped or screening[i].status == SCREENED_VALID]
     eligible_set = set(eligible)
@@ -117,6 +132,7 @@ def label(
         config=config,
         screening=screening,
         skipped=skipped,
+        careful=frozenset(careful),
         report=report,
         label_model=label_model,
         validity_model=dawid_skene(by_stage[SCREENING]) if config.screening else None,
