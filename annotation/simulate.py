@@ -135,6 +135,8 @@ class Stream:
     idle_settled: Callable[[], bool]
     cast: Counter[str] = field(default_factory=Counter)
     idle: set[str] = field(default_factory=set)
+    # Every vote was settled while everyone was idle: each annotator asks once more before the end.
+    confirming: bool = False
     finished: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -144,19 +146,25 @@ class Stream:
             return self.cast[item_id] - 1
 
     def out_of_work(self, email: str, annotators: int) -> bool:
-        """Whether the simulation is over: every annotator was served nothing and every vote is settled.
-        A task waiting for its overlap to be raised is served again once it is, so an annotator served
-        nothing waits rather than leaves."""
-        with self.lock:
+        """Whether the simulation is over: every annotator was served nothing after every vote was
+        settled. A task waiting for its overlap to be raised is served again once it is, so an annotator
+        served nothing waits rather than leaves; and an annotator's "nothing" from before the last settle
+        is stale (the settle may have opened a slot only they can take), so once everyone is idle and
+        every vote settled, each asks once more."""
+        with self.lock:  # held while the receiver is asked: two annotators must not both decide
             self.idle.add(email)
-            everyone = len(self.idle) == annotators
-        if everyone and self.idle_settled():
-            self.finished.set()
+            if len(self.idle) == annotators and self.idle_settled():
+                if self.confirming:
+                    self.finished.set()
+                else:
+                    self.confirming = True
+                    self.idle.clear()
         return self.finished.is_set()
 
     def working(self, email: str) -> None:
         with self.lock:
             self.idle.discard(email)
+            self.confirming = False
 
 
 def work_through(

@@ -16,7 +16,7 @@ from annotation.accounts import Account, create_accounts, enrol, load_accounts, 
 from annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
 from annotation.collect import collect
 from annotation.settings import Settings
-from annotation.simulate import AnnotatorSession, resolver, screener
+from annotation.simulate import AnnotatorSession, Stream, resolver, screener
 from annotation.tasks import (
     NEITHER,
     SCREENING_ANSWERS,
@@ -135,6 +135,22 @@ def annotation(
         "updated_at": when,
         "result": [] if cancelled else [{"type": "choices", "value": {"choices": [label]}}],
     }
+
+
+def test_simulated_annotators_stop_only_when_everyone_found_nothing_after_the_last_settle() -> None:
+    """An annotator's "nothing to do" from before a settle is stale: the settle may open a slot that only
+    they can take (the others voted on that task). So, once everyone is idle and all is settled, each asks
+    once more; work served in between starts the check again; nothing ends while votes are unsettled."""
+    settled = [False]
+    stream = Stream(lambda: settled[0])
+    assert not stream.out_of_work("a", 2) and not stream.out_of_work("b", 2)  # a vote is unsettled
+    settled[0] = True
+    assert not stream.out_of_work("a", 2)  # everyone idle and settled: not the end, everyone asks again
+    assert not stream.out_of_work("b", 2)
+    stream.working("a")  # the settle had opened a slot that a took
+    assert not stream.out_of_work("a", 2)  # everyone idle again: once more
+    assert not stream.out_of_work("b", 2) and not stream.finished.is_set()
+    assert stream.out_of_work("a", 2) and stream.finished.is_set()
 
 
 def test_votes_keep_the_latest_per_person_and_count_skips() -> None:
