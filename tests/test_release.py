@@ -667,6 +667,9 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     assert "6 items were placed by thread and 0 by their own id" in text
     # The funnel names how the candidates' two people were found (the default: the validity score).
     assert "| two person antecedents (candidates; person detection: score) | 0 |" in text
+    from knowref60k.labelling.config import LabellingConfig
+
+    assert f"| of them carefully (validity score < {LabellingConfig().careful_level:g}) |" in text
     stats = CliRunner().invoke(app, ["stats", str(tmp_path / "r" / "v1")])
     assert "README.md: not a table" in stats.output and "None rows" not in stats.output
     assert card.data.license == "cc-by-4.0" and card.data.pretty_name

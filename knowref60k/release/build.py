@@ -451,13 +451,15 @@ def funnel_counts(inputs: ReleaseInputs, labelled: Labelled) -> list[tuple[str, 
     stages = inputs.extraction.stages
     report, config = labelled.report, labelled.config
     screening = labelled.screening_counts()
+    careful = (
+        [(f"of them carefully (validity score < {config.careful_level:g})", screening["screened_carefully"])]
+        if config.careful_level
+        else []
+    )
     screened = (
         [
             ("screened (original sentence)", screening["items"] - screening["pending"]),
-            (
-                f"of them carefully (validity score < {config.careful_level:g})",
-                screening["screened_carefully"],
-            ),
+            *careful,
             ("screened valid", screening["screened_valid"]),
             (f"unscreened (validity score >= {config.skip_level:g})", screening["skipped_by_score"]),
         ]
