@@ -59,7 +59,12 @@ def push_new(
 def screened_valid(votes_path: Path, config: LabellingConfig, scores: Mapping[str, float | None]) -> set[str]:
     """The items screening accepted, each by its rule (careful below the level, by the items' `scores`)."""
     votes = pq.read_table(votes_path).to_pylist() if votes_path.exists() else []
-    decisions = decide_stage(votes, SCREENING, config.screening_rule, rules=config.careful_rules(scores))
+    decisions = decide_stage(
+        votes,
+        SCREENING,
+        config.screening_rule,
+        rules=config.careful_rules(SCREENING, config.carefully_screened(scores)),
+    )
     return {item_id for item_id, decision in decisions.items() if decision.status == SCREENED_VALID}
 
 

@@ -332,8 +332,10 @@ def test_items_scored_below_the_careful_level_need_two_valid_screening_votes() -
     assert config.rule(SCREENING, careful=True) == ScreeningRule(2, 1) == config.careful_screening_rule
     assert config.rule(SCREENING) == ScreeningRule(1, 1)
     assert config.rule(RESOLUTION, careful=True) == config.resolution_rule
-    rules = config.careful_rules({"low": 0.2, "high": 0.7, "unscored": None})
+    assert config.carefully_screened({"low": 0.2, "high": 0.7, "unscored": None}) == {"low"}
+    rules = config.careful_rules(SCREENING, {"low"})
     assert rules == {"low": ScreeningRule(2, 1)}
+    assert config.careful_rules(RESOLUTION, {"low"}) == {"low": config.resolution_rule}
     votes = [vote(1, "valid", 0, "low", stage=SCREENING), vote(1, "valid", 1, "high", stage=SCREENING)]
     decided = decide_stage(votes, SCREENING, config.screening_rule, rules=rules)
     assert (decided["low"].status, decided["high"].status) == (PENDING, SCREENED_VALID)

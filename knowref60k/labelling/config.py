@@ -4,7 +4,7 @@ overridable by the `[labelling]` table of the TOML config and by command-line op
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -83,13 +83,14 @@ class LabellingConfig:
         """Whether an item with this validity score is screened by the careful rule."""
         return self.screening and score is not None and score < self.careful_level
 
-    def careful_rules(self, scores: Mapping[str, float | None]) -> dict[str, Rule]:
-        """The screening rule of each item (by id) that is screened carefully, from the items' scores."""
-        return {
-            item: self.careful_screening_rule
-            for item, score in scores.items()
-            if self.screens_carefully(score)
-        }
+    def carefully_screened(self, scores: Mapping[str, float | None]) -> frozenset[str]:
+        """The items (by id) whose validity scores put them under the careful screening rule."""
+        return frozenset(item for item, score in scores.items() if self.screens_carefully(score))
+
+    def careful_rules(self, stage: str, careful: Iterable[str]) -> dict[str, Rule]:
+        """The rule of each of these items in `stage`, as a per-item map for `decide_stage`: the careful
+        screening rule in screening (the stage's one rule elsewhere)."""
+        return {item: self.rule(stage, careful=True) for item in careful}
 
     def is_audit(self, item_id: str) -> bool:
         return is_audit(item_id, self.audit_share, self.audit_seed)

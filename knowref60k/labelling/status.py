@@ -16,7 +16,6 @@ from knowref60k.labelling.decisions import (
     SCREENED_OUT,
     SCREENING,
     Decision,
-    Rule,
     decide_stage,
 )
 from knowref60k.labelling.quality import annotator_quality, is_control
@@ -34,7 +33,9 @@ def stage_status(
     stage_votes = [v for v in votes if v["stage"] == stage]
     item_votes = [v for v in stage_votes if not is_control(v["item_id"])]
     careful = careful_items(tasks, stage)
-    decisions = decide_stage(item_votes, stage, config.rule(stage), items, _rules(config, stage, careful))
+    decisions = decide_stage(
+        item_votes, stage, config.rule(stage), items, config.careful_rules(stage, careful)
+    )
     decided = [d for d in decisions.values() if d.status != PENDING]
     cast = Counter(v["item_id"] for v in item_votes)
     spent = sum(len(d.votes) for d in decided)
@@ -63,10 +64,6 @@ def stage_status(
 def careful_items(tasks: Iterable[Mapping[str, Any]], stage: str) -> frozenset[str]:
     """The items of the stage's tasks that are screened by the careful rule (as their tasks say)."""
     return frozenset(t["item_id"] for t in tasks if t["stage"] == stage and t.get("careful"))
-
-
-def _rules(config: LabellingConfig, stage: str, careful: Iterable[str]) -> dict[str, Rule]:
-    return {item_id: config.rule(stage, careful=True) for item_id in careful}
 
 
 def _outcomes(decided: Iterable[Decision]) -> dict[str, int]:
@@ -99,7 +96,7 @@ def status(
     all_votes = sum(s["votes"] + s["control_votes"] for s in stages.values())
     annotators: dict[str, dict[str, Any]] = {}
     for stage in (SCREENING, RESOLUTION):
-        rules = _rules(config, stage, careful_items(tasks, stage))
+        rules = config.careful_rules(stage, careful_items(tasks, stage))
         stage_votes = [v for v in votes if v["stage"] == stage]
         item_votes = [v for v in stage_votes if not is_control(v["item_id"])]
         decisions = decide_stage(item_votes, stage, config.rule(stage), rules=rules)

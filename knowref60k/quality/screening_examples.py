@@ -64,7 +64,12 @@ def screening_examples(
     counts = ExampleCounts()
     screening = [vote for vote in votes if vote["stage"] == SCREENING]
     scores = {item_id: item.get("validity_score") for item_id, item in items.items()}
-    decisions = decide_stage(screening, SCREENING, config.rule(SCREENING), rules=config.careful_rules(scores))
+    decisions = decide_stage(
+        screening,
+        SCREENING,
+        config.rule(SCREENING),
+        rules=config.careful_rules(SCREENING, config.carefully_screened(scores)),
+    )
     found = []
     for item_id, decision in decisions.items():
         item = items.get(item_id)
