@@ -184,6 +184,18 @@ def test_the_fine_tuned_encoder_run_with_numpy_gives_torchs_probabilities(tmp_pa
     assert np.abs(torch_scores - 0.5).max() > 1e-3
 
 
+def test_the_encoder_reads_each_span_between_its_marks() -> None:
+    from knowref60k.extract.span_model import marked
+
+    text = "Ann told Bea that she was late."
+    # The second antecedent comes first in the sentence: each span keeps its own marks and place.
+    text_marked, spans = marked(text, [Span(9, 12), Span(0, 3), Span(18, 21)])
+    assert text_marked == "[ Ann ] told [ Bea ] that < she > was late."
+    assert [text_marked[span.start : span.end] for span in spans] == ["Bea", "Ann", "she"]
+    before, _ = marked("She said Ann met Bea.", [Span(9, 12), Span(17, 20), Span(0, 3)])
+    assert before == "< She > said [ Ann ] met [ Bea ]."
+
+
 def test_adapters_other_than_the_models_are_refused(tmp_path: Path) -> None:
     from knowref60k.extract.span_model import SpanModel
 

@@ -3,7 +3,7 @@ part of the gold set, and write the adapters and the out-of-fold scores the oper
 
     .venv-eval/bin/python data/scorer/finetune.py [--final-only] [--out-dir data/scorer]
 
-Runs in the model-evaluation environment (`make setup-eval`: torch CPU and transformers), about 10
+Runs in the model-evaluation environment (`make setup-eval`: torch CPU and transformers), about 20
 minutes on 2 cores: 5 fits grouped by comment for the out-of-fold scores, then one on the whole tuning
 part. `--final-only` skips the 5 folds (what `tests/test_scorer.py` rebuilds). Seeded; the `heldout` part
 is never read. Then run `data/scorer/build.py`, which fits the trees and picks the operating points on
@@ -11,7 +11,8 @@ the mean of both halves' out-of-fold scores.
 
 Adapters of rank 8 on every dense layer of the six transformer layers (the encoder's own weights stay
 frozen, so what ships is small), a linear head on [CLS] and the mean vectors of both antecedents and the
-pronoun; 4 epochs, AdamW at 5e-4, batches of 16, the valid class weighted by its rarity.
+pronoun, in the sentence with its spans marked (`span_model.marked`, as extraction reads it); 4 epochs,
+AdamW at 5e-4, batches of 16, the valid class weighted by its rarity.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.encoder import MiniLM
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.extract.span_model import MAX_TOKENS, candidate_spans, span_masks
+from knowref60k.extract.span_model import MAX_TOKENS, candidate_spans, marked, span_masks
 from knowref60k.quality.gold import load_gold
 from knowref60k.quality.scorer_data import Example, examples
 from knowref60k.quality.training import FOLDS, training_hash
@@ -88,10 +89,11 @@ class SpanClassifier(torch.nn.Module):
 
 def tensors(base: MiniLM, batch: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Token ids, attention and span masks of a batch, tokenised as the numpy encoder does."""
-    encodings = base.tokenizer.encode_batch([e.row["sentence"] for e in batch])
+    inputs = [marked(e.row["sentence"], candidate_spans(e.row)) for e in batch]
+    encodings = base.tokenizer.encode_batch([text for text, _ in inputs])
     length = len(encodings[0].ids)
-    pairs = zip(encodings, batch, strict=True)
-    masks = np.stack([span_masks(enc.offsets, candidate_spans(e.row), length) for enc, e in pairs])
+    pairs = zip(encodings, inputs, strict=True)
+    masks = np.stack([span_masks(enc.offsets, spans, length) for enc, (_, spans) in pairs])
     ids = torch.tensor([enc.ids for enc in encodings])
     attention = torch.tensor([enc.attention_mask for enc in encodings])
     return ids, attention, torch.from_numpy(masks)
