@@ -63,7 +63,7 @@ def screened_valid(votes_path: Path, config: LabellingConfig, scores: Mapping[st
         votes,
         SCREENING,
         config.screening_rule,
-        rules=config.careful_rules(SCREENING, config.carefully_screened(scores)),
+        rules=config.screening_rules(scores),
     )
     return {item_id for item_id, decision in decisions.items() if decision.status == SCREENED_VALID}
 

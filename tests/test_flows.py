@@ -405,10 +405,8 @@ def check_the_loop(result: dict[str, Any]) -> tuple[list[str], int]:
     # One vote decides a screening task, two "valid" ones a task screened carefully (a low score);
     # screeners working at once on SQLite may, rarely, both get one.
     assert result["votes_cast"][SCREENING] >= first
-    careful = config.carefully_screened({i["candidate_id"]: i["validity_score"] for i in read_items(items)})
-    decided = decide_stage(
-        all_votes, SCREENING, config.screening_rule, rules=config.careful_rules(SCREENING, careful)
-    )
+    careful = config.screening_rules({i["candidate_id"]: i["validity_score"] for i in read_items(items)})
+    decided = decide_stage(all_votes, SCREENING, config.screening_rule, rules=careful)
     screened_valid = sorted(item for item, d in decided.items() if d.status == "screened_valid")
     promoted = len(screened_valid)
     # The vote receiver promoted each screened-valid item as its vote came; the sync's promotion after the

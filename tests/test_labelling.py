@@ -336,6 +336,7 @@ def test_items_scored_below_the_careful_level_need_two_valid_screening_votes() -
     rules = config.careful_rules(SCREENING, {"low"})
     assert rules == {"low": ScreeningRule(2, 1)}
     assert config.careful_rules(RESOLUTION, {"low"}) == {"low": config.resolution_rule}
+    assert config.screening_rules({"low": 0.2, "high": 0.7}) == {"low": config.careful_screening_rule}
     votes = [vote(1, "valid", 0, "low", stage=SCREENING), vote(1, "valid", 1, "high", stage=SCREENING)]
     decided = decide_stage(votes, SCREENING, config.screening_rule, rules=rules)
     assert (decided["low"].status, decided["high"].status) == (PENDING, SCREENED_VALID)

@@ -92,6 +92,11 @@ class LabellingConfig:
         screening rule in screening (the stage's one rule elsewhere)."""
         return {item: self.rule(stage, careful=True) for item in careful}
 
+    def screening_rules(self, scores: Mapping[str, float | None]) -> dict[str, Rule]:
+        """The careful rule of each item whose validity score puts it under it, as the per-item map of
+        `decide_stage` in screening (the other items screen by the usual rule)."""
+        return self.careful_rules(SCREENING, self.carefully_screened(scores))
+
     def is_audit(self, item_id: str) -> bool:
         return is_audit(item_id, self.audit_share, self.audit_seed)
 

@@ -68,7 +68,7 @@ def screening_examples(
         screening,
         SCREENING,
         config.rule(SCREENING),
-        rules=config.careful_rules(SCREENING, config.carefully_screened(scores)),
+        rules=config.screening_rules(scores),
     )
     found = []
     for item_id, decision in decisions.items():

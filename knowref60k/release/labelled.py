@@ -107,9 +107,7 @@ def label(
         stage: [v for v in votes if v["stage"] == stage and not is_control(v["item_id"])]
         for stage in (SCREENING, RESOLUTION)
     }
-    careful = config.careful_rules(
-        SCREENING, config.carefully_screened({i: items[i].get("validity_score") for i in ids})
-    )
+    careful = config.screening_rules({i: items[i].get("validity_score") for i in ids})
     screening = (
         decide_stage(by_stage[SCREENING], SCREENING, config.screening_rule, ids, careful)
         if config.screening
