@@ -29,25 +29,37 @@ ROLE = DATABASE = "labelstudio"
 ROOT_DATA_HOME = Path("/var/lib/postgresql/knowref60k")
 
 
+def _is_url(database: str) -> bool:
+    parts = urlsplit(database)
+    return parts.scheme in ("postgresql", "postgres") and bool(parts.hostname) and bool(parts.path.strip("/"))
+
+
+def database_problem(database: str) -> str | None:
+    """Why Label Studio cannot use `database` (None when it can)."""
+    if database in (SQLITE, POSTGRESQL) or _is_url(database):
+        return None
+    return (
+        "Label Studio's database must be sqlite, postgresql or "
+        f"postgresql://USER:PASSWORD@HOST:PORT/NAME, not {database!r}"
+    )
+
+
 def database_environment(database: str, state_dir: Path, port: int) -> dict[str, str]:
     """The variables that point Label Studio at its database, starting a local PostgreSQL if asked."""
+    if problem := database_problem(database):
+        raise UserError(problem)
     if database == SQLITE:
         return {"DJANGO_DB": "sqlite"}
     url = (
         LocalPostgres(state_dir, port + POSTGRES_PORT_OFFSET).start() if database == POSTGRESQL else database
     )
     parts = urlsplit(url)
-    if parts.scheme not in ("postgresql", "postgres") or not parts.hostname or not parts.path.strip("/"):
-        raise UserError(
-            "Label Studio's database must be sqlite, postgresql or "
-            f"postgresql://USER:PASSWORD@HOST:PORT/NAME, not {database!r}"
-        )
     return {
         "DJANGO_DB": "default",
         "POSTGRE_NAME": parts.path.strip("/"),
         "POSTGRE_USER": unquote(parts.username or "postgres"),
         "POSTGRE_PASSWORD": unquote(parts.password or ""),
-        "POSTGRE_HOST": parts.hostname,
+        "POSTGRE_HOST": parts.hostname or "localhost",
         "POSTGRE_PORT": str(parts.port or 5432),
     }
 

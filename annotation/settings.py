@@ -131,17 +131,25 @@ class LabelStudioConfig:
     workers: int = DEFAULT_WORKERS
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
-            from knowref60k.core.errors import UserError
+        from annotation.database import database_problem
+        from knowref60k.core.errors import UserError
 
+        if self.workers < 1:
             raise UserError(f"[labelstudio] workers must be at least 1, not {self.workers}")
+        if problem := database_problem(self.database):
+            raise UserError(problem)
+
+
+def load_labelstudio_config(config_path: Path | None) -> LabelStudioConfig:
+    """The config file's `[labelstudio]` table, each value checked (a bad one names the file)."""
+    from knowref60k.core.config import load_section
+
+    return load_section(LabelStudioConfig, config_path, "labelstudio", {})
 
 
 def with_config(settings: Settings, config_path: Path | None) -> Settings:
     """The settings with the config file's `[labelstudio]` table applied."""
-    from knowref60k.core.config import load_section
-
-    config = load_section(LabelStudioConfig, config_path, "labelstudio", {})
+    config = load_labelstudio_config(config_path)
     database = os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE") or config.database
     return dataclasses.replace(settings, database=database, workers=config.workers)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from prefect import flow
 
-from annotation.settings import load_settings, with_config
+from annotation.settings import load_labelstudio_config, load_settings, with_config
 from flows.common import RunSettings, missing_inputs, worker_count
 from flows.extract import extract_flow
 from flows.labelling import ensure_annotators, push, start_label_studio
@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing_inputs(console, args.inputs):
         return 2
     try:
+        if args.label_studio:  # a bad [labelstudio] table is refused before the dumps are read
+            load_labelstudio_config(Path(args.config) if args.config else None)
         result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
     except UserError as error:
         print_error(console, error)

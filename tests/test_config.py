@@ -1,8 +1,9 @@
+import re
 from pathlib import Path
 
 import pytest
 
-from knowref60k.core.config import MODEL_ENV_VAR, ExtractConfig, load_config
+from knowref60k.core.config import MODEL_ENV_VAR, ExtractConfig, load_config, load_prepare_config
 from knowref60k.core.errors import UserError
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
@@ -42,6 +43,28 @@ def test_bad_values_and_files_are_user_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.toml").write_text("[extract\n")
     with pytest.raises(UserError, match=r"bad\.toml: not valid TOML"):
         load_config(tmp_path / "bad.toml")
+
+
+@pytest.mark.parametrize(
+    ("table", "setting", "problem"),
+    [
+        ("extract", "max_tokens = 0", "max_tokens must be at least 1"),
+        ("extract", "ssa_min_count = -100", "ssa_min_count at least 0"),
+        ("extract", "connectives = []", "connectives and sentence_end_chars must not be empty"),
+        ("extract", 'sentence_end_chars = ""', "connectives and sentence_end_chars must not be empty"),
+        ("prepare", "minhash_permutations = 100000000", "minhash_permutations from 16 to 1024"),
+        ("prepare", "gender_ambiguity_share = 7", r"gender_ambiguity_share must be in \[0, 1\]"),
+        ("prepare", "validity_threshold = 3", "validity_threshold at most 1"),
+    ],
+)
+def test_a_value_no_run_could_use_is_refused_naming_the_file(
+    tmp_path: Path, table: str, setting: str, problem: str
+) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text(f"[{table}]\n{setting}\n")
+    load = load_config if table == "extract" else load_prepare_config
+    with pytest.raises(UserError, match=rf"invalid setting in {re.escape(str(path))}: .*{problem}"):
+        load(path)
 
 
 def test_fingerprint_changes_with_config_and_model() -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, ExtractConfig, load_config
+from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.extract.context import ExtractContext
 from knowref60k.extract.nlp import resolve_model_name
@@ -213,6 +215,42 @@ def test_outcome_without_a_row_is_not_accepted() -> None:
 )
 def test_count_connectives(sentence: str, count: int) -> None:
     assert count_connectives(sentence, ConnectiveFinder(ExtractConfig().connectives)) == count
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'[{"foo": 1}', r"items\.json: not JSON"),
+        (b'{"items": []}', r"items\.json: expected a JSON list of KnowRef items, not dict"),
+        (b'[{"foo": 1}]', r"items\.json, item 1: missing field 'original_sentence'"),
+        (b'[{"original_sentence": [], "sentence_with_pronoun": "x"}]', r"item 1: not a KnowRef item"),
+    ],
+)
+def test_a_malformed_reference_file_names_the_file_and_item(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    path = tmp_path / "items.json"
+    path.write_bytes(content)
+    with pytest.raises(UserError, match=problem):
+        load_reference(path)
+
+
+@pytest.mark.integration
+def test_eval_on_a_gold_set_too_small_to_refit_the_score_is_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knowref60k.cli.app import app
+    from knowref60k.quality.gold import GOLD_FILE
+
+    items = tmp_path / "items.json"
+    items.write_bytes(orjson.dumps([item(GOOD_TOKENS, GOOD_TOKENS.replace("her", "[her]"))]))
+    gold = tmp_path / "gold.jsonl"
+    gold.write_bytes(b"\n".join(GOLD_FILE.read_bytes().splitlines()[:4]) + b"\n")
+    (tmp_path / "gold.meta.json").write_bytes(b'{"source_comments": 1000}')
+    arguments = ["eval", "--no-compare", "--items", str(items), "--gold", str(gold), "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "too few to refit the score out of fold" in result.output and not (tmp_path / "eval.json").exists()
 
 
 # ---- the language filter (langdetect only: no spaCy, no ../shared) ----

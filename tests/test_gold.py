@@ -90,6 +90,10 @@ def test_metadata_names_the_sources_and_their_sizes() -> None:
         ({"reason": "too_long"}, "a valid item has two antecedent spans and no reason"),
         ({"antecedent1": [5, 2]}, "not in order before the connective"),
         ({"label": "invalid", "reason": "too_long"}, "an invalid item has one reason of"),
+        ({"pronoun_start": 9999, "pronoun_end": 10001}, "must lie inside the sentence of"),
+        ({"connective_start": -5}, "must lie inside the sentence of"),
+        ({"pronoun_start": "9"}, "must be whole numbers"),
+        ({"antecedent1": [3]}, r"antecedent1 must be \[start, end\] character offsets"),
     ],
 )
 def test_a_malformed_line_names_the_file_and_line(
@@ -102,6 +106,41 @@ def test_a_malformed_line_names_the_file_and_line(
     path.write_bytes(lines[0] + b"\n" + orjson.dumps(broken) + b"\n")
     with pytest.raises(UserError, match=rf"gold.jsonl, line 2: .*{problem}"):
         load_gold(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        (b'{"candidate_id": "x"}', "missing field 'sentence'"),
+        (b"[1, 2, 3]", "not a JSON object but list"),
+        (b"not json", r"not JSON \(invalid literal"),
+    ],
+)
+def test_a_line_that_is_no_gold_item_says_so_in_words(tmp_path: Path, line: bytes, problem: str) -> None:
+    path = tmp_path / "gold.jsonl"
+    path.write_bytes(line + b"\n")
+    with pytest.raises(UserError, match=rf"gold.jsonl, line 1: {problem}"):
+        load_gold(path)
+
+
+@pytest.mark.parametrize(
+    ("meta", "problem"),
+    [
+        (None, r"not found: the metadata of mine\.jsonl .* must lie beside it"),
+        (b"{oops", r"not a metadata of mine\.jsonl .*: not valid JSON"),
+        (b"{}", r"not a metadata of mine\.jsonl .*: no 'source_comments'"),
+        (b'{"source_comments": "many"}', '"source_comments" must be a whole number above 0'),
+    ],
+)
+def test_the_metadata_beside_a_gold_file_is_checked_and_named(
+    tmp_path: Path, meta: bytes | None, problem: str
+) -> None:
+    gold = tmp_path / "mine.jsonl"
+    gold.write_bytes(GOLD_FILE.read_bytes().splitlines()[0] + b"\n")
+    if meta is not None:
+        (tmp_path / "mine.meta.json").write_bytes(meta)
+    with pytest.raises(UserError, match=rf"mine\.meta\.json: {problem}"):
+        gold_metadata(gold)
 
 
 def test_judge_tells_whole_names_from_cut_names_and_other_words() -> None:

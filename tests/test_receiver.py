@@ -342,6 +342,36 @@ def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: P
         assert Server(single).command()[1] == "start"
 
 
+@pytest.mark.parametrize("database", ["foo://", "mysql://u@h/db", "postgresql://host-without-a-name"])
+def test_a_database_label_studio_cannot_use_is_refused_naming_the_file(tmp_path: Path, database: str) -> None:
+    from annotation.settings import load_labelstudio_config
+    from knowref60k.core.errors import UserError
+
+    config = tmp_path / "k.toml"
+    config.write_text(f'[labelstudio]\ndatabase = "{database}"\n')
+    with pytest.raises(UserError, match=r"invalid setting in .*k\.toml: .*database must be sqlite"):
+        load_labelstudio_config(config)
+    for usable in ("sqlite", "postgresql", "postgresql://u:p@db.example:5433/labels"):
+        config.write_text(f'[labelstudio]\ndatabase = "{usable}"\n')
+        assert load_labelstudio_config(config).database == usable
+
+
+def test_the_pipeline_refuses_a_bad_labelstudio_table_before_reading_the_dumps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.pipeline import main
+
+    config = tmp_path / "k.toml"
+    config.write_text('[labelstudio]\ndatabase = "foo://"\n')
+    dump = tmp_path / "RC_x.ndjson"
+    dump.write_text('{"id": "a", "body": "Hello there."}\n')
+    out = tmp_path / "out"
+    assert main([str(dump), "--out", str(out), "--config", str(config), "--label-studio"]) == 2
+    printed = capsys.readouterr()
+    assert "k.toml: Label Studio's database must be" in " ".join((printed.out + printed.err).split())
+    assert not out.exists()
+
+
 def test_a_worker_count_below_one_is_a_clear_error(tmp_path: Path) -> None:
     from annotation.settings import with_config
     from knowref60k.core.errors import UserError

@@ -4,6 +4,8 @@ held-out comment's answers into its own out-of-fold score."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from knowref60k.quality.gold import GoldItem
 from knowref60k.quality.scorer_data import Example
 from knowref60k.quality.screening_examples import ORIGIN, load_examples, screening_examples, write_examples
 from knowref60k.quality.training import Supplement, fit, fit_with, out_of_fold
+from tests.conftest import REPO
 
 SENTENCE = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -122,6 +125,25 @@ def test_screening_examples_load_as_tuning_items_of_their_origin(tmp_path: Path)
     path.write_bytes(lines[0].replace(b'"screening"', b'"gold"') + b"\n")
     with pytest.raises(UserError, match="line 1: origin must be 'screening'"):
         load_examples(path)
+    path.write_bytes(lines[0].replace(b'"antecedent2_end":43', b'"antecedent2_end":4300') + b"\n")
+    with pytest.raises(UserError, match=r"line 1: antecedent spans .* not in order inside the sentence"):
+        load_examples(path)
+    path.write_bytes(lines[0].replace(b'"sentence"', b'"text"') + b"\n")
+    with pytest.raises(UserError, match="line 1: missing field 'sentence'"):
+        load_examples(path)
+
+
+@pytest.mark.parametrize("content", [b"not json at all\n", b'{"origin": "martian"}\n', b"[1, 2]\n"])
+def test_the_build_refuses_a_malformed_examples_file_in_one_line_before_its_long_work(
+    tmp_path: Path, content: bytes
+) -> None:
+    examples = tmp_path / "examples.jsonl"
+    examples.write_bytes(content)
+    out = tmp_path / "model.json"
+    arguments = ["data/scorer/build.py", "--screening-examples", str(examples), "--out", str(out)]
+    done = subprocess.run([sys.executable, *arguments], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr.startswith(f"error: {examples}, line 1: ") and len(done.stderr.splitlines()) == 1
 
 
 def test_the_command_writes_the_examples_of_the_collected_votes(tmp_path: Path) -> None:

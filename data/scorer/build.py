@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # the same trees on any machine
@@ -39,6 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # the same trees on any machine
 import orjson
 
 from knowref60k.core.config import ExtractConfig
+from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.quality.gold import load_gold
@@ -56,6 +58,14 @@ def supplement(path: Path | None, weight: float, model_name: str) -> Supplement 
 
 
 def main() -> None:
+    try:
+        build(arguments())
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=VALIDITY_MODEL)
     parser.add_argument(
@@ -74,7 +84,12 @@ def main() -> None:
     parser.add_argument(
         "--screening-weight", type=float, default=0.5, help="weight of a screening-derived example (gold: 1)"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def build(args: argparse.Namespace) -> None:
+    if args.screening_examples is not None:
+        load_examples(args.screening_examples)  # a malformed file is refused before the long parse
     model_name = resolve_model_name(ExtractConfig().model)
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]
     extra = supplement(args.screening_examples, args.screening_weight, model_name)

@@ -13,9 +13,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from knowref60k.cli.common import ConfigOption, ModelOption, console, fail
+from knowref60k.cli.common import ConfigOption, ModelOption, console, user_errors
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, load_config
-from knowref60k.core.errors import UserError
 from knowref60k.core.validity_model import operating_point
 
 # Issue 37's targets, on the held-back parts.
@@ -43,24 +42,22 @@ def evaluate_recall(
     from knowref60k.quality.gold import gold_metadata, load_gold, score_gold
     from knowref60k.quality.score_eval import RULES
 
-    try:
+    with user_errors():
         settings = load_config(config, model=model)
         model_name = resolve_model_name(settings.model)
         reference = load_reference(items)
         gold_items = load_gold(gold)
         comments = gold_metadata(gold)["source_comments"]
         threshold = operating_point("threshold")
-    except (UserError, OSError) as error:
-        raise fail(error if isinstance(error, UserError) else UserError(str(error))) from None
-    rules_settings = dataclasses.replace(settings, person_detection=RULES)
-    with console.status("extraction on the KnowRef sentences and the gold set; the score's curve"):
-        results = evaluate_modes(
-            reference, settings, model_name, [{"max_connectives": 1}, {"max_connectives": 2}]
-        )
-        rules = evaluate(reference, rules_settings, model_name)
-        gold_result = score_gold(gold_items, rules_settings, model_name, comments)
-        score = score_report(gold_items, rules_settings, model_name, comments, threshold)
-        ablation = person_ablation(reference, settings, model_name) if compare else []
+        rules_settings = dataclasses.replace(settings, person_detection=RULES)
+        with console.status("extraction on the KnowRef sentences and the gold set; the score's curve"):
+            results = evaluate_modes(
+                reference, settings, model_name, [{"max_connectives": 1}, {"max_connectives": 2}]
+            )
+            rules = evaluate(reference, rules_settings, model_name)
+            gold_result = score_gold(gold_items, rules_settings, model_name, comments)
+            score = score_report(gold_items, rules_settings, model_name, comments, threshold)
+            ablation = person_ablation(reference, settings, model_name) if compare else []
     for table in (
         recall_table([*results, rules], len(reference), model_name),
         gold_table(gold_result, model_name),
@@ -91,10 +88,16 @@ def score_report(
     """The score's curve and operating points against the rules of `settings`, and the ablation."""
     from knowref60k.quality.score_eval import evaluate_score
     from knowref60k.quality.scorer_data import examples
-    from knowref60k.quality.training import ablation, out_of_fold_by_sentence, span_out_of_fold
+    from knowref60k.quality.training import (
+        ablation,
+        check_tuning,
+        out_of_fold_by_sentence,
+        span_out_of_fold,
+    )
 
     tune = [example for example in examples(items, model_name) if example.item.split == "tune"]
     span_scores = span_out_of_fold(model_name)
+    check_tuning(tune, span_scores)
     tune_scores = out_of_fold_by_sentence(tune, span_scores)
     report = evaluate_score(items, settings, model_name, comments, threshold, tune_scores)
     return {**report, "ablation": ablation(tune, span_scores)}

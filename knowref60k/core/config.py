@@ -131,6 +131,13 @@ class ExtractConfig:
             raise UserError(f"max_connectives must be at least 1, not {self.max_connectives}")
         if not 0 <= self.min_spaces <= self.max_spaces:
             raise UserError(f"need 0 <= min_spaces <= max_spaces, got {self.min_spaces}, {self.max_spaces}")
+        if self.max_tokens < 1 or self.ssa_min_count < 0:
+            raise UserError(
+                f"max_tokens must be at least 1 and ssa_min_count at least 0, not {self.max_tokens}, "
+                f"{self.ssa_min_count}"
+            )
+        if not self.connectives or not self.sentence_end_chars:
+            raise UserError("connectives and sentence_end_chars must not be empty: nothing could pass")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -139,6 +146,10 @@ class ExtractConfig:
         """Hash of the settings and the resolved model: equal fingerprints give equal candidates."""
         payload = {**self.to_dict(), "model": model_name, "model_version": model_version}
         return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+# More hash functions than this buy no accuracy a near-duplicate threshold can use, only time.
+MOST_PERMUTATIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -160,8 +171,16 @@ class PrepareConfig:
             raise UserError(
                 f"near_duplicate_threshold must be in (0, 1], not {self.near_duplicate_threshold}"
             )
-        if self.shingle_words < 1 or self.minhash_permutations < 16:
-            raise UserError("shingle_words must be >= 1 and minhash_permutations >= 16")
+        if self.shingle_words < 1 or not 16 <= self.minhash_permutations <= MOST_PERMUTATIONS:
+            raise UserError(
+                f"shingle_words must be >= 1 and minhash_permutations from 16 to {MOST_PERMUTATIONS}, not "
+                f"{self.shingle_words}, {self.minhash_permutations}"
+            )
+        if not 0 <= self.gender_ambiguity_share <= 1 or self.validity_threshold > 1:
+            raise UserError(
+                f"gender_ambiguity_share must be in [0, 1] and validity_threshold at most 1 (a score), not "
+                f"{self.gender_ambiguity_share}, {self.validity_threshold}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -90,9 +90,25 @@ def reference_item(item: dict[str, Any]) -> ReferenceItem:
 
 
 def load_reference(path: Path) -> list[ReferenceItem]:
+    """KnowRef (2019)'s items: a JSON list of objects with `original_sentence` (a list of one sentence,
+    tokenised) and `sentence_with_pronoun`; a malformed file is a UserError naming it and the item."""
     if not path.is_file():
         raise UserError(f"reference items not found: {path} (expected ../shared/data/knowref2019/...)")
-    return [reference_item(item) for item in orjson.loads(path.read_bytes())]
+    try:
+        items = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise UserError(f"{path}: not JSON ({error})") from None
+    if not isinstance(items, list):
+        raise UserError(f"{path}: expected a JSON list of KnowRef items, not {type(items).__name__}")
+    found = []
+    for number, item in enumerate(items, start=1):
+        try:
+            found.append(reference_item(item))
+        except KeyError as error:
+            raise UserError(f"{path}, item {number}: missing field {error}") from None
+        except (TypeError, IndexError, AttributeError) as error:
+            raise UserError(f"{path}, item {number}: not a KnowRef item ({error})") from None
+    return found
 
 
 def count_connectives(sentence: str, finder: ConnectiveFinder) -> int:

@@ -14,6 +14,7 @@ import orjson
 
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
+from knowref60k.core.io import read_report
 from knowref60k.core.paths import DATA_DIR
 
 GOLD_DIR = DATA_DIR / "eval"
@@ -70,21 +71,51 @@ def judged_items(path: Path, kind: str, item_of: Callable[[dict[str, Any]], Gold
     items = []
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         try:
-            items.append(item_of(orjson.loads(line)))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            record = orjson.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError(f"not a JSON object but {type(record).__name__}")
+            items.append(item_of(record))
+        except KeyError as error:
+            raise UserError(f"{path}, line {number}: missing field {error}") from None
+        except orjson.JSONDecodeError as error:
+            raise UserError(f"{path}, line {number}: not JSON ({error})") from None
+        except (TypeError, ValueError) as error:
             raise UserError(f"{path}, line {number}: {error}") from None
     return items
+
+
+def span_of(record: dict[str, Any], name: str) -> tuple[int, int]:
+    """The `[start, end]` character offsets of `record[name]`."""
+    value = record[name]
+    if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)):
+        raise ValueError(f"{name} must be [start, end] character offsets, not {value!r}")
+    return value[0], value[1]
+
+
+def _check_offsets(record: dict[str, Any]) -> None:
+    """The connective and then the pronoun lie inside the sentence, in that order."""
+    names = ("connective_start", "connective_end", "pronoun_start", "pronoun_end")
+    offsets = [record[name] for name in names]
+    if not all(type(offset) is int for offset in offsets):
+        raise ValueError(f"{', '.join(names)} must be whole numbers, not {offsets}")
+    c1, c2, p1, p2 = offsets
+    if not 0 <= c1 < c2 <= p1 < p2 <= len(record["sentence"]):
+        raise ValueError(
+            f"the connective ({c1}-{c2}) and then the pronoun ({p1}-{p2}) must lie inside the sentence "
+            f"of {len(record['sentence'])} characters"
+        )
 
 
 def _gold_item(record: dict[str, Any]) -> GoldItem:
     sentence, label, reason = record["sentence"], record["label"], record["reason"]
     if record["split"] not in SPLITS or label not in LABELS:
         raise ValueError(f"split must be one of {SPLITS} and label one of {LABELS}")
+    _check_offsets(record)
     spans = (record["antecedent1"], record["antecedent2"])
     if label == "valid":
         if reason is not None or None in spans:
             raise ValueError("a valid item has two antecedent spans and no reason")
-        (s1, e1), (s2, e2) = spans
+        (s1, e1), (s2, e2) = span_of(record, "antecedent1"), span_of(record, "antecedent2")
         if not 0 <= s1 < e1 <= s2 < e2 <= record["connective_start"]:
             raise ValueError(f"antecedent spans {spans} are not in order before the connective")
         antecedents = ((s1, e1), (s2, e2))
@@ -105,7 +136,14 @@ def _gold_item(record: dict[str, Any]) -> GoldItem:
 
 
 def gold_metadata(path: Path = GOLD_FILE) -> dict[str, Any]:
-    meta: dict[str, Any] = orjson.loads(path.with_name(path.stem + ".meta.json").read_bytes())
+    """The gold file's companion `NAME.meta.json`: how many comments its sentences were drawn from."""
+    meta_path = path.with_name(path.stem + ".meta.json")
+    kind = f"metadata of {path.name} (data/eval/README.md)"
+    if not meta_path.is_file():
+        raise UserError(f"{meta_path}: not found: the {kind} must lie beside it")
+    meta = read_report(meta_path, kind, ["source_comments"])
+    if type(meta["source_comments"]) is not int or meta["source_comments"] < 1:
+        raise UserError(f'{meta_path}: "source_comments" must be a whole number above 0')
     return meta
 
 

@@ -122,6 +122,9 @@ def _example_item(record: dict[str, Any]) -> GoldItem:
         (int(record["antecedent1_start"]), int(record["antecedent1_end"])),
         (int(record["antecedent2_start"]), int(record["antecedent2_end"])),
     )
+    (s1, e1), (s2, e2) = spans
+    if not 0 <= s1 < e1 <= s2 < e2 <= len(record["sentence"]):
+        raise ValueError(f"antecedent spans {spans} are not in order inside the sentence")
     return GoldItem(
         record["candidate_id"],
         record["sentence"],

@@ -148,6 +148,25 @@ def span_out_of_fold(model_name: str) -> dict[str, float]:
     return scores
 
 
+def check_tuning(data: Sequence[Example], span_scores: Mapping[str, float]) -> None:
+    """Refuse a tuning part the score cannot be refitted out of fold on (too few candidates of either
+    kind or too few comments for the folds) or whose sentences have no stored encoder score."""
+    valid = sum(e.valid for e in data)
+    comments = len({e.item.comment_id for e in data})
+    if min(valid, len(data) - valid) < 2 * FOLDS or comments < FOLDS:
+        raise UserError(
+            f"the gold set's tuning part gives {len(data)} candidates ({valid} valid) from {comments} "
+            f"comments: too few to refit the score out of fold (at least {2 * FOLDS} of each kind and "
+            f"{FOLDS} comments)"
+        )
+    missing = sum(1 for e in data if e.item.sentence not in span_scores)
+    if missing:
+        raise UserError(
+            f"{missing} tuning sentences have no encoder score in {SPAN_OUT_OF_FOLD.name}: run "
+            "data/scorer/finetune.py on this gold set first"
+        )
+
+
 def combined(data: Sequence[Example], trees: Array, span_scores: Mapping[str, float]) -> Array:
     """The whole score of each example from the trees' scores and the encoder's stored ones."""
     return combine(trees, np.array([span_scores[e.item.sentence] for e in data]))
