@@ -71,6 +71,18 @@ def test_out_under_a_regular_file_is_one_line_for_extract_prepare_and_release(tm
     assert "is a file" in line or "a file of that name is in the way" in line, line
 
 
+def test_a_file_to_write_that_is_a_folder_is_one_line_naming_it(tmp_path: Path) -> None:
+    from knowref60k.core.errors import StorageError
+    from knowref60k.core.io import atomic_path
+
+    folder = tmp_path / "examples.jsonl"
+    folder.mkdir()
+    refused = pytest.raises(StorageError, match=rf"^cannot write {re.escape(str(folder))}: it is a folder")
+    with refused, atomic_path(folder) as temporary:
+        temporary.write_bytes(b"x")
+    assert folder.is_dir() and list(tmp_path.iterdir()) == [folder]
+
+
 def test_read_only_out_folder_is_one_line_before_any_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -123,24 +123,18 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     index = OverlapIndex(tmp_path / "ix", create=True)
     index.add([LONG, "I like turtles."])
     out = tmp_path / "scored.parquet"
-    result = CliRunner().invoke(
-        app,
-        [
-            "overlap",
-            "score",
-            str(items),
-            "--index",
-            str(tmp_path / "ix"),
-            "--out",
-            str(out),
-            "--benchmarks",
-            str(shared_file("data/benchmarks")),
-        ],
-    )
+    arguments = ["overlap", "score", str(items), "--index", str(tmp_path / "ix")]
+    arguments += ["--benchmarks", str(shared_file("data/benchmarks"))]
+    result = CliRunner().invoke(app, [*arguments, "--out", str(out)])
     assert result.exit_code == 0, result.output
     (row,) = pq.read_table(out).to_pylist()
     assert row["overlap_bm25"] > 0 and row["overlap_hit"].startswith("Roderick couldn't lift")
     assert row["benchmark_overlap"] is None and "share_above_0': 1.0" in result.output
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    refused = CliRunner().invoke(app, [*arguments, "--out", str(folder)])
+    assert refused.exit_code == 2 and f"cannot write {folder}: it is a folder" in refused.output
+    assert "Traceback" not in refused.output and not list(folder.iterdir())
 
 
 def test_skip_lines_drops_done_lines_across_chunk_boundaries() -> None:

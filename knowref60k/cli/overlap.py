@@ -145,7 +145,7 @@ def overlap_score(
     for row, row_columns in zip(rows, columns, strict=True):
         row.update(row_columns)
     schema = pa.schema([*ITEM_SCHEMA, *(f for f, _ in OVERLAP_FIELDS)])
-    with atomic_path(out) as temporary:
+    with user_errors(), atomic_path(out) as temporary:  # a full disk or a folder at `out`: one line
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), temporary, compression="zstd")
     report = overlap_report([row["overlap_bm25"] for row in rows])
     flagged = sum(row["benchmark_overlap"] is not None for row in rows)

@@ -125,6 +125,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
     disk before it replaces `path`, and the rename is too before this returns (the file, then its folder,
     fsynced): after a crash or power cut `path` is the old file or the new one whole, never a file of
     zero bytes, which a completion marker written after it would vouch for."""
+    if path.is_dir():
+        raise StorageError(f"cannot write {path}: it is a folder, not a file")
     with storage_errors(path.parent, "create the folder"):
         path.parent.mkdir(parents=True, exist_ok=True)
     temporary = partial_path(path)
