@@ -43,17 +43,20 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import VALIDITY_MODEL
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.quality.gold import load_gold
+from knowref60k.quality.gold import GoldItem, load_gold
 from knowref60k.quality.scorer_data import examples
 from knowref60k.quality.screening_examples import load_examples
 from knowref60k.quality.training import Supplement, build_model, span_out_of_fold
 
 
-def supplement(path: Path | None, weight: float, model_name: str) -> Supplement | None:
-    """The screening-derived examples of `path` as candidates of the loose rule, with their weight."""
+def supplement(
+    path: Path | None, screened: list[GoldItem], weight: float, model_name: str
+) -> Supplement | None:
+    """The screening-derived examples (`screened`, loaded from `path`) as candidates of the loose rule,
+    with their weight."""
     if path is None:
         return None
-    made = examples(load_examples(path), model_name)
+    made = examples(screened, model_name)
     return Supplement(made, weight, path.name, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
@@ -88,11 +91,11 @@ def arguments() -> argparse.Namespace:
 
 
 def build(args: argparse.Namespace) -> None:
-    if args.screening_examples is not None:
-        load_examples(args.screening_examples)  # a malformed file is refused before the long parse
+    # Read first: a malformed file is refused before the long parse of the gold set.
+    screened = load_examples(args.screening_examples) if args.screening_examples is not None else []
     model_name = resolve_model_name(ExtractConfig().model)
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]
-    extra = supplement(args.screening_examples, args.screening_weight, model_name)
+    extra = supplement(args.screening_examples, screened, args.screening_weight, model_name)
     span_scores = span_out_of_fold(model_name)
     points = (args.recall, args.skip_precision, args.careful_validity)
     model = build_model(tune, model_name, *points, span_scores, extra)

@@ -84,7 +84,13 @@ def judged_items(path: Path, kind: str, item_of: Callable[[dict[str, Any]], Gold
     return items
 
 
-def span_of(record: dict[str, Any], name: str) -> tuple[int, int]:
+def in_order(spans: tuple[tuple[int, int], tuple[int, int]], end: int) -> bool:
+    """Whether two antecedent spans are non-empty, apart and in order, both ending by `end`."""
+    (s1, e1), (s2, e2) = spans
+    return 0 <= s1 < e1 <= s2 < e2 <= end
+
+
+def _span_of(record: dict[str, Any], name: str) -> tuple[int, int]:
     """The `[start, end]` character offsets of `record[name]`."""
     value = record[name]
     if not (isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value)):
@@ -115,10 +121,9 @@ def _gold_item(record: dict[str, Any]) -> GoldItem:
     if label == "valid":
         if reason is not None or None in spans:
             raise ValueError("a valid item has two antecedent spans and no reason")
-        (s1, e1), (s2, e2) = span_of(record, "antecedent1"), span_of(record, "antecedent2")
-        if not 0 <= s1 < e1 <= s2 < e2 <= record["connective_start"]:
+        antecedents = (_span_of(record, "antecedent1"), _span_of(record, "antecedent2"))
+        if not in_order(antecedents, record["connective_start"]):
             raise ValueError(f"antecedent spans {spans} are not in order before the connective")
-        antecedents = ((s1, e1), (s2, e2))
     else:
         if reason not in REASONS or spans != (None, None):
             raise ValueError(f"an invalid item has one reason of {REASONS} and no spans, got {reason!r}")

@@ -18,7 +18,7 @@ from knowref60k.core.io import atomic_path
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import SCREENED_VALID, SCREENING, SCREENING_REASONS, decide_stage
 from knowref60k.labelling.quality import is_control
-from knowref60k.quality.gold import GoldItem, judged_items
+from knowref60k.quality.gold import GoldItem, in_order, judged_items
 
 ORIGIN = "screening"
 # What an example keeps of its item: where it comes from, the sentence screeners saw, the spans they judged.
@@ -122,8 +122,7 @@ def _example_item(record: dict[str, Any]) -> GoldItem:
         (int(record["antecedent1_start"]), int(record["antecedent1_end"])),
         (int(record["antecedent2_start"]), int(record["antecedent2_end"])),
     )
-    (s1, e1), (s2, e2) = spans
-    if not 0 <= s1 < e1 <= s2 < e2 <= len(record["sentence"]):
+    if not in_order(spans, len(record["sentence"])):
         raise ValueError(f"antecedent spans {spans} are not in order inside the sentence")
     return GoldItem(
         record["candidate_id"],
