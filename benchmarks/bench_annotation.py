@@ -246,13 +246,11 @@ def settle_probe(settings: Settings, load: Load) -> Any:
     return probe
 
 
-def load_run(
-    settings: Settings, spec: LoadSpec, config: LabellingConfig, scratch: Path, faults: bool
-) -> dict[str, Any]:
-    """One load: `spec.annotators` of the stage's role work for `spec.seconds` through the next-task API
-    while the vote receiver settles each vote and the sync runs every `spec.collect_every` seconds."""
-    settings = dataclasses.replace(settings, project=f"bench {spec.name}")
-    out = scratch / spec.name
+def start_load(
+    settings: Settings, spec: LoadSpec, config: LabellingConfig, out: Path
+) -> tuple[ReceiverProcess, int, list[AnnotatorSession]]:
+    """The load's tasks pushed (their items written where the receiver reads them), the receiver started,
+    and a logged-in session for each of its annotators."""
     items_dir = out / "items"
     items_dir.mkdir(parents=True)
     rows = [item(n) for n in range(spec.tasks)]
@@ -264,7 +262,17 @@ def load_run(
         project = client.existing_project(spec.stage)
         role = STAGE_ROLES[spec.stage]
         accounts = create_accounts(client, role, spec.annotators, f"{spec.name.replace(' ', '-')}-")
-    sessions = [AnnotatorSession(settings, account) for account in accounts]
+    return receiver, project, [AnnotatorSession(settings, account) for account in accounts]
+
+
+def load_run(
+    settings: Settings, spec: LoadSpec, config: LabellingConfig, scratch: Path, faults: bool
+) -> dict[str, Any]:
+    """One load: `spec.annotators` of the stage's role work for `spec.seconds` through the next-task API
+    while the vote receiver settles each vote and the sync runs every `spec.collect_every` seconds."""
+    settings = dataclasses.replace(settings, project=f"bench {spec.name}")
+    out = scratch / spec.name
+    receiver, project, sessions = start_load(settings, spec, config, out)
     load = Load(
         answer_of(spec.stage), time.monotonic() + spec.seconds, spec.stage, config, spec.think_seconds
     )
@@ -478,7 +486,7 @@ def parse_loads(text: str, seconds: float, tasks: int, every: float, think: floa
     return loads
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10_000, help="items pushed and 5x collected (0: skip)")
     parser.add_argument("--loads", default="resolution:20,resolution:50,screening:20")
@@ -502,7 +510,11 @@ def main() -> int:
         default=THINK_SECONDS,
         help="a simulated annotator's pause before each vote",
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments()
     config = dataclasses.replace(CONFIG, overlap_policy=args.policy)
     loads = parse_loads(
         args.loads, args.load_seconds, args.load_tasks, args.collect_every, args.think_seconds

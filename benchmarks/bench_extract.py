@@ -233,7 +233,7 @@ def profile(path: Path, out: Path) -> None:
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(25)
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", type=Path, default=DEFAULT_INPUT)
     parser.add_argument("--workers", type=int, default=2)
@@ -241,12 +241,58 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of the whole file (best and median)")
     parser.add_argument("--profile", action="store_true", help="also profile a one-process run on the prefix")
     parser.add_argument("--out", type=Path, default=REPO / "output" / "bench")
-    args = parser.parse_args()
-    if not args.input.is_file():
-        console.print(
-            f"benchmark input missing: {args.input} (expected ../shared beside the repo)", style="red"
-        )
-        return 2
+    return parser.parse_args()
+
+
+def best(runs: Sequence[Run]) -> Run:
+    return min(runs, key=lambda run: run.seconds)
+
+
+@dataclass
+class Measured:
+    """Everything one benchmark run measured: the baselines, the runs of each configuration, whether the
+    pre-filter changed the candidates, the stages' shares of time and the gold set's verdict."""
+
+    base: Baseline
+    small_base: Baseline
+    small: Run
+    runs: list[Run]
+    unscored_runs: list[Run]
+    rules_runs: list[Run]
+    unfiltered: Run
+    same: bool
+    shares: dict[str, float]
+    quality: dict[str, Any] | None
+
+    @property
+    def full(self) -> Run:
+        return best(self.runs)
+
+    @property
+    def unscored(self) -> Run:
+        return best(self.unscored_runs)
+
+    @property
+    def rules(self) -> Run:
+        return best(self.rules_runs)
+
+
+def timed_runs(args: argparse.Namespace, work: Path, candidates_dir: Path) -> tuple[list[Run], ...]:
+    """The whole file by the default, without the score and by the rules, alternated, so that a slow
+    spell of the machine hits all three."""
+    runs: tuple[list[Run], ...] = ([], [], [])
+    for _ in range(args.repeat):
+        shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
+        runs[0].append(extract(args.input, candidates_dir, args.workers))
+        shutil.rmtree(work / "unscored", ignore_errors=True)
+        runs[1].append(extract(args.input, work / "unscored", args.workers, stages=UNSCORED_STAGES))
+        shutil.rmtree(work / "rules", ignore_errors=True)
+        runs[2].append(extract(args.input, work / "rules", args.workers, RULES))
+    return runs
+
+
+def measure(args: argparse.Namespace) -> Measured:
+    candidates_dir = args.out / "candidates"
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         console.print(f"baseline: decompress + orjson.loads of {args.input.name} ...")
@@ -257,19 +303,7 @@ def main() -> int:
         console.print(f"extraction of a {args.small_lines:,}-line prefix with {args.workers} workers ...")
         small = extract(prefix, work / "small", args.workers)
         console.print(f"extraction of {args.input.name} with {args.workers} workers ...")
-        candidates_dir = args.out / "candidates"
-        runs, unscored_runs, rules_runs = [], [], []
-        for _ in range(args.repeat):  # alternated, so that a slow spell of the machine hits all three
-            shutil.rmtree(candidates_dir, ignore_errors=True)  # measure a real run, not a skip
-            runs.append(extract(args.input, candidates_dir, args.workers))
-            shutil.rmtree(work / "unscored", ignore_errors=True)
-            unscored_runs.append(extract(args.input, work / "unscored", args.workers, stages=UNSCORED_STAGES))
-            shutil.rmtree(work / "rules", ignore_errors=True)
-            rules_runs.append(extract(args.input, work / "rules", args.workers, RULES))
-        full = min(runs, key=lambda run: run.seconds)
-        unscored = min(unscored_runs, key=lambda run: run.seconds)
-        rules = min(rules_runs, key=lambda run: run.seconds)
-        median_seconds = median(run.seconds for run in runs)
+        runs, unscored_runs, rules_runs = timed_runs(args, work, candidates_dir)
         console.print(f"extraction of {args.input.name} without the surface pre-filter ...")
         unfiltered = extract(
             args.input, work / "unfiltered", args.workers, ExtractConfig(surface_prefilter=False)
@@ -279,6 +313,15 @@ def main() -> int:
         shares = stage_seconds(prefix, args.small_lines)
         if args.profile:
             profile(prefix, work / "profile")
+    quality = gold_check(args.input, candidates_dir)
+    return Measured(
+        base, small_base, small, runs, unscored_runs, rules_runs, unfiltered, same, shares, quality
+    )
+
+
+def results_of(args: argparse.Namespace, measured: Measured) -> dict[str, Any]:
+    base, small_base, full = measured.base, measured.small_base, measured.full
+    unscored, rules = measured.unscored, measured.rules
     results = {
         "input": str(args.input),
         "workers": args.workers,
@@ -292,47 +335,51 @@ def main() -> int:
             "prefix_peak_rss_mib": round(small_base.peak_rss_bytes / MIB),
             "prefix_peak_pss_mib": round(small_base.peak_pss_bytes / MIB),
         },
-        "prefix": small.to_dict(),
+        "prefix": measured.small.to_dict(),
         "full": full.to_dict(),
-        "full_runs_seconds": [round(run.seconds, 2) for run in runs],
-        "full_median_seconds": round(median_seconds, 2),
-        "stage_seconds_on_prefix": {name: round(seconds, 2) for name, seconds in shares.items()},
+        "full_runs_seconds": [round(run.seconds, 2) for run in measured.runs],
+        "full_median_seconds": round(median(run.seconds for run in measured.runs), 2),
+        "stage_seconds_on_prefix": {name: round(seconds, 2) for name, seconds in measured.shares.items()},
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
-        "without_surface_prefilter": {**unfiltered.to_dict(), "same_candidates": same},
+        "without_surface_prefilter": {**measured.unfiltered.to_dict(), "same_candidates": measured.same},
         "without_validity_score": {
             **unscored.to_dict(),
-            "runs_seconds": [round(run.seconds, 2) for run in unscored_runs],
+            "runs_seconds": [round(run.seconds, 2) for run in measured.unscored_runs],
             "ratio_with_score": round(full.seconds / unscored.seconds, 3),
         },
         "rules_before_issue_37": {
             **rules.to_dict(),
-            "runs_seconds": [round(run.seconds, 2) for run in rules_runs],
+            "runs_seconds": [round(run.seconds, 2) for run in measured.rules_runs],
             "ratio_default_to_rules": round(full.seconds / rules.seconds, 3),
         },
         "funnel": full.stats.to_dict(),
     }
-    quality = gold_check(args.input, candidates_dir)
-    if quality is not None:
-        results["reddit_gold"] = quality
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    if measured.quality is not None:
+        results["reddit_gold"] = measured.quality
+    return results
+
+
+def report(args: argparse.Namespace, measured: Measured) -> None:
+    base, small_base, full = measured.base, measured.small_base, measured.full
     console.print(render_funnel(full.stats, f"Funnel on {full.file}"))
     console.print(
         f"baseline (decompress + JSON parse, 1 core): {base.rate:,.0f} comments/s ({base.seconds:.1f} s), "
         f"peak PSS {base.peak_pss_bytes / MIB:,.0f} MiB "
         f"({small_base.peak_pss_bytes / MIB:,.0f} MiB on the prefix)"
     )
-    console.print(f"extraction, {args.small_lines:,}-line prefix: {small.describe()}")
+    console.print(f"extraction, {args.small_lines:,}-line prefix: {measured.small.describe()}")
+    runs = measured.runs
     console.print(f"extraction, whole file, best of {len(runs)}: {full.describe()}")
+    median_seconds = median(run.seconds for run in runs)
     listed = ", ".join(f"{run.seconds:.1f} s" for run in runs)
     console.print(
         f"whole file, median of {len(runs)}: {median_seconds:.1f} s = "
         f"{full.lines / median_seconds:,.0f} comments/s (runs: {listed})"
     )
-    total = sum(shares.values())
+    total = sum(measured.shares.values())
     console.print(
         "share of time per stage (one process, prefix): "
-        + ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in shares.items())
+        + ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in measured.shares.items())
     )
     window = base.peak_pss_bytes - small_base.peak_pss_bytes
     own = full.peak_pss_bytes - base.peak_pss_bytes
@@ -341,47 +388,73 @@ def main() -> int:
         f"extraction's own peak without the baseline: {own / MIB:,.0f} MiB"
     )
     console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
+    report_comparisons(measured)
+
+
+def report_comparisons(measured: Measured) -> None:
+    full, unfiltered, unscored, rules = measured.full, measured.unfiltered, measured.unscored, measured.rules
     console.print(
         f"without the surface pre-filter: {unfiltered.describe()}; "
         f"speed-up from the pre-filter {unfiltered.seconds / full.seconds:.2f}x"
     )
     console.print(
-        f"without the validity score (best of {len(unscored_runs)}): {unscored.describe()}; with it "
+        f"without the validity score (best of {len(measured.unscored_runs)}): {unscored.describe()}; with it "
         f"{full.seconds / unscored.seconds:.3f}x the time"
     )
     console.print(
-        f"the rules (person detection both, the default before issue 37; best of {len(rules_runs)}): "
-        f"{rules.describe()}; the default {full.seconds / rules.seconds:.3f}x its time"
+        "the rules (person detection both, the default before issue 37; "
+        f"best of {len(measured.rules_runs)}): {rules.describe()}; "
+        f"the default {full.seconds / rules.seconds:.3f}x its time"
     )
-    checks = targets(small, full, small_base, base)
-    checks.append(
-        (
-            "the default (score) within 10% of the rules' time (issue 37)",
-            full.seconds <= 1.10 * rules.seconds,
-            f"{full.seconds / rules.seconds - 1:+.1%}",
-        )
-    )
-    checks.append(
-        (
-            "the validity score adds at most 10% (issue 29)",
-            full.seconds <= 1.10 * unscored.seconds,
-            f"{full.seconds / unscored.seconds - 1:+.1%}",
-        )
-    )
-    checks.append(
-        ("same candidates with the surface pre-filter on and off", same, "identical" if same else "DIFFERENT")
-    )
+    quality = measured.quality
     if quality is not None:
         console.print(
             f"judged by the Reddit gold set (data/eval): {quality['correct']} of {quality['candidates']} "
             f"candidates correct ({quality['precision']:.1%}), {quality['valid_per_million_comments']} per "
             f"million comments; errors {quality['errors']}"
         )
-        checks.append(
-            ("every candidate is in the gold set", not quality["unjudged"], f"{quality['unjudged']} unjudged")
+
+
+def checks_of(measured: Measured) -> list[tuple[str, bool, str]]:
+    full, unscored, rules = measured.full, measured.unscored, measured.rules
+    checks = targets(measured.small, full, measured.small_base, measured.base)
+    checks += [
+        (
+            "the default (score) within 10% of the rules' time (issue 37)",
+            full.seconds <= 1.10 * rules.seconds,
+            f"{full.seconds / rules.seconds - 1:+.1%}",
+        ),
+        (
+            "the validity score adds at most 10% (issue 29)",
+            full.seconds <= 1.10 * unscored.seconds,
+            f"{full.seconds / unscored.seconds - 1:+.1%}",
+        ),
+        (
+            "same candidates with the surface pre-filter on and off",
+            measured.same,
+            "identical" if measured.same else "DIFFERENT",
+        ),
+    ]
+    if measured.quality is not None:
+        unjudged = measured.quality["unjudged"]
+        checks.append(("every candidate is in the gold set", not unjudged, f"{unjudged} unjudged"))
+    return checks
+
+
+def main() -> int:
+    args = arguments()
+    if not args.input.is_file():
+        console.print(
+            f"benchmark input missing: {args.input} (expected ../shared beside the repo)", style="red"
         )
+        return 2
+    measured = measure(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = results_of(args, measured)
+    (args.out / "bench.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    report(args, measured)
     missed = 0
-    for name, met, value in checks:
+    for name, met, value in checks_of(measured):
         console.print(f"{'MET   ' if met else 'MISSED'} {name}: {value}")
         missed += not met
     console.print(f"Results in {(args.out / 'bench.json').resolve()}")
@@ -401,12 +474,7 @@ def gold_check(source: Path, candidates_dir: Path) -> dict[str, object] | None:
     comments = gold_metadata()["sources"].get(source.name)
     if comments is None:
         return None
-    rows = [
-        row
-        for path in sorted(candidates_dir.glob("*.candidates.parquet"))
-        for row in pq.read_table(path).to_pylist()
-    ]
-    return score_candidates(rows, load_gold(), comments)
+    return score_candidates(rows_of(candidates_dir), load_gold(), comments)
 
 
 def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:

@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -71,6 +72,39 @@ def folder_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
 
 
+def query_results(report: dict[str, Any], parse_rates: dict[str, float]) -> dict[str, Any]:
+    """Each test set's query speed against parsing alone, and its shares of overlapping items."""
+    return {
+        name: {
+            "items": entry["items"],
+            "parsed": entry["parsed"],
+            "items_per_second": entry["items_per_second"],
+            "baseline_parse_only_items_per_second": round(parse_rates[name], 1),
+            "ratio_to_baseline": round(entry["items_per_second"] / parse_rates[name], 3),
+            **{key: entry[key] for key in ("share_above_0", "share_above_25", "share_above_35")},
+        }
+        for name, entry in report["sets"].items()
+    }
+
+
+def print_result(result: dict[str, Any]) -> None:
+    index = result["index"]
+    console.print(
+        f"index: {index['sentences']:,} sentences ({index['indexed']:,} indexed) in {index['seconds']} s = "
+        f"{index['sentences_per_second']:,}/s; "
+        f"split only {index['baseline_split_only_sentences_per_second']:,}/s "
+        f"(ratio {index['ratio_to_baseline']}); {index['index_bytes'] / 1024**2:.0f} MiB on disk"
+    )
+    for name, entry in result["query"].items():
+        console.print(
+            f"{name}: {entry['items']} items ({entry['parsed']} parsed), {entry['items_per_second']}/s "
+            f"(parse only {entry['baseline_parse_only_items_per_second']}/s, "
+            f"ratio {entry['ratio_to_baseline']}); "
+            f"> 0: {entry['share_above_0']:.1%}, > 25: {entry['share_above_25']:.1%}, "
+            f"> 35: {entry['share_above_35']:.1%}"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", type=Path, default=DEFAULT_INPUT)
@@ -107,34 +141,10 @@ def main() -> int:
             "ratio_to_baseline": round(base_seconds / seconds, 3),
             "index_bytes": folder_bytes(OUT / "index"),
         },
-        "query": {
-            name: {
-                "items": entry["items"],
-                "parsed": entry["parsed"],
-                "items_per_second": entry["items_per_second"],
-                "baseline_parse_only_items_per_second": round(parse_rates[name], 1),
-                "ratio_to_baseline": round(entry["items_per_second"] / parse_rates[name], 3),
-                **{key: entry[key] for key in ("share_above_0", "share_above_25", "share_above_35")},
-            }
-            for name, entry in report["sets"].items()
-        },
+        "query": query_results(report, parse_rates),
     }
     (OUT / "bench.json").write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n")
-    index = result["index"]
-    console.print(
-        f"index: {index['sentences']:,} sentences ({index['indexed']:,} indexed) in {index['seconds']} s = "
-        f"{index['sentences_per_second']:,}/s; "
-        f"split only {index['baseline_split_only_sentences_per_second']:,}/s "
-        f"(ratio {index['ratio_to_baseline']}); {index['index_bytes'] / 1024**2:.0f} MiB on disk"
-    )
-    for name, entry in result["query"].items():
-        console.print(
-            f"{name}: {entry['items']} items ({entry['parsed']} parsed), {entry['items_per_second']}/s "
-            f"(parse only {entry['baseline_parse_only_items_per_second']}/s, "
-            f"ratio {entry['ratio_to_baseline']}); "
-            f"> 0: {entry['share_above_0']:.1%}, > 25: {entry['share_above_25']:.1%}, "
-            f"> 35: {entry['share_above_35']:.1%}"
-        )
+    print_result(result)
     console.print(f"Results in {OUT / 'bench.json'}; figure {FIGURE}")
     return 0
 

@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 import orjson
 
@@ -74,32 +75,26 @@ def in_process_run(out: Path) -> tuple[float, int]:
     return time.perf_counter() - started, report.rows
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each kind (default 3)")
-    args = parser.parse_args()
-    if not DUMP.is_file():
-        console.print(f"missing {DUMP}", style="red")
-        return 2
-    start_prefect_server()
-    os.environ["PREFECT_API_URL"] = API
+KINDS = (
+    "dask_1_worker",
+    "dask_2_workers",
+    "in_process_2_workers",
+    "running_cluster_1_worker",
+    "running_cluster_2_workers",
+)
 
-    kinds: dict[str, list[float]] = {
-        "dask_1_worker": [],
-        "dask_2_workers": [],
-        "in_process_2_workers": [],
-        "running_cluster_1_worker": [],
-        "running_cluster_2_workers": [],
-    }
+
+def timed_rounds(repeat: int) -> tuple[float, dict[str, list[float]], set[int]]:
+    """The split's seconds, each kind's seconds per round (the kinds in turn, so that a slow spell of the
+    machine hits all of them) and the candidate counts seen."""
+    kinds: dict[str, list[float]] = {kind: [] for kind in KINDS}
     candidates: set[int] = set()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         started = time.perf_counter()
         shards = [str(p) for p in split_dump(DUMP, work / "shards", 2)]
         split_seconds = time.perf_counter() - started
-        for round_number in range(1, args.repeat + 1):
+        for round_number in range(1, repeat + 1):
             for kind in kinds:
                 workers = 1 if kind.endswith("_1_worker") else 2
                 if kind == "in_process_2_workers":
@@ -111,33 +106,38 @@ def main() -> int:
                 kinds[kind].append(seconds)
                 candidates.add(rows)
                 console.print(f"round {round_number}, {kind}: {seconds:.1f} s, {rows} candidates")
+    return split_seconds, kinds, candidates
 
+
+def results_of(split_seconds: float, kinds: dict[str, list[float]], candidates: set[int]) -> dict[str, Any]:
     best = {kind: min(runs) for kind, runs in kinds.items()}
     middle = {kind: median(runs) for kind, runs in kinds.items()}
-    speed_up = best["dask_1_worker"] / best["dask_2_workers"]
-    slowdown = best["dask_2_workers"] / best["in_process_2_workers"]
-    results = {
+    return {
         "split_seconds": round(split_seconds, 1),
         "runs_seconds": {kind: [round(s, 1) for s in runs] for kind, runs in kinds.items()},
         "best_seconds": {kind: round(s, 1) for kind, s in best.items()},
         "median_seconds": {kind: round(s, 1) for kind, s in middle.items()},
-        "speed_up_best": round(speed_up, 2),
+        "speed_up_best": round(best["dask_1_worker"] / best["dask_2_workers"], 2),
         "speed_up_median": round(middle["dask_1_worker"] / middle["dask_2_workers"], 2),
-        "dask_2_vs_in_process_best": round(slowdown, 2),
+        "dask_2_vs_in_process_best": round(best["dask_2_workers"] / best["in_process_2_workers"], 2),
         "dask_2_vs_in_process_median": round(middle["dask_2_workers"] / middle["in_process_2_workers"], 2),
         "running_cluster_speed_up_best": round(
             best["running_cluster_1_worker"] / best["running_cluster_2_workers"], 2
         ),
         "candidates": sorted(candidates),
     }
-    out = REPO / "output" / "bench"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "scale.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
 
-    console.print(f"split into 2 shards (not timed below): {split_seconds:.1f} s")
-    for kind, runs in kinds.items():
+
+def report(results: dict[str, Any]) -> list[tuple[str, bool, str]]:
+    """Prints the runs and returns the targets: (name, met, value)."""
+    console.print(f"split into 2 shards (not timed below): {results['split_seconds']:.1f} s")
+    for kind, runs in results["runs_seconds"].items():
         listed = ", ".join(f"{s:.1f}" for s in runs)
-        console.print(f"{kind}: best {best[kind]:.1f} s, median {middle[kind]:.1f} s (runs: {listed} s)")
+        console.print(
+            f"{kind}: best {results['best_seconds'][kind]:.1f} s, "
+            f"median {results['median_seconds'][kind]:.1f} s (runs: {listed} s)"
+        )
+    speed_up, slowdown = results["speed_up_best"], results["dask_2_vs_in_process_best"]
     console.print(
         f"speed-up 1 -> 2 Dask workers: {speed_up:.2f}x best, {results['speed_up_median']}x median; "
         f"2 Dask workers / in-process: {slowdown:.2f} best, {results['dask_2_vs_in_process_median']} median"
@@ -146,15 +146,34 @@ def main() -> int:
         "on a running cluster, models loaded (not judged): speed-up 1 -> 2 workers "
         f"{results['running_cluster_speed_up_best']}x best"
     )
-    checks = [
+    candidates = results["candidates"]
+    return [
         (f"1 -> 2 Dask workers >= {TARGET_SPEED_UP}x", speed_up >= TARGET_SPEED_UP, f"{speed_up:.2f}x"),
         (
             f"2 Dask workers at most {TARGET_SLOWDOWN - 1:.0%} slower than in-process",
             slowdown <= TARGET_SLOWDOWN,
             f"{slowdown - 1:+.0%}",
         ),
-        ("the same number of candidates in every run", len(candidates) == 1, str(sorted(candidates))),
+        ("the same number of candidates in every run", len(candidates) == 1, str(candidates)),
     ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each kind (default 3)")
+    args = parser.parse_args()
+    if not DUMP.is_file():
+        console.print(f"missing {DUMP}", style="red")
+        return 2
+    start_prefect_server()
+    os.environ["PREFECT_API_URL"] = API
+    results = results_of(*timed_rounds(args.repeat))
+    out = REPO / "output" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    checks = report(results)
     for name, met, value in checks:
         console.print(f"{'MET   ' if met else 'MISSED'} {name}: {value}")
     console.print(f"Results in {(out / 'scale.json').resolve()}")

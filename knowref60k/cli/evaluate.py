@@ -58,24 +58,37 @@ def evaluate_recall(
             gold_result = score_gold(gold_items, rules_settings, model_name, comments)
             score = score_report(gold_items, rules_settings, model_name, comments, threshold)
             ablation = person_ablation(reference, settings, model_name) if compare else []
+    modes = [*results, rules]
+    print_tables(modes, len(reference), model_name, gold_result, score, ablation)
+    payload = {"modes": modes, "reddit_gold": gold_result, "score": score, "person_detection": ablation}
+    with user_errors():
+        write_results(out, payload)
+
+
+def print_tables(
+    modes: list[dict[str, Any]],
+    sentences: int,
+    model_name: str,
+    gold_result: dict[str, Any],
+    score: dict[str, Any],
+    ablation: list[dict[str, Any]],
+) -> None:
     for table in (
-        recall_table([*results, rules], len(reference), model_name),
+        recall_table(modes, sentences, model_name),
         gold_table(gold_result, model_name),
         score_table(score),
-        targets_table(results[0], score),
+        targets_table(modes[0], score),
         feature_table(score["ablation"]),
     ):
         console.print(table)
     if ablation:
         console.print(ablation_table(ablation))
+
+
+def write_results(out: Path, payload: dict[str, Any]) -> None:
+    """eval.json and the score's precision / yield curve, in `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    render_curve(score, out / "validity-curve.png")
-    payload = {
-        "modes": [*results, rules],
-        "reddit_gold": gold_result,
-        "score": score,
-        "person_detection": ablation,
-    }
+    render_curve(payload["score"], out / "validity-curve.png")
     (out / "eval.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
     console.print(
         f"Details in {(out / 'eval.json').resolve()}, the curve in {(out / 'validity-curve.png').resolve()}"

@@ -63,16 +63,16 @@ def evaluate_models(
         with progress_bar(in_bytes=False) as progress:
             task = progress.add_task(f"{target}: {len(problems):,} items", total=runs * len(problems))
             results = evaluate_model(scorer, problems, counts, seeds, pool, lambda: progress.advance(task))
-    payload = {
-        "target": target,
-        "split": split if kind == "release" else None,
-        "model": model,
-        "method": scorer.method,
-        "items": len(problems),
-        "results": results,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "evaluation.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+        payload = {
+            "target": target,
+            "split": split if kind == "release" else None,
+            "model": model,
+            "method": scorer.method,
+            "items": len(problems),
+            "results": results,
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "evaluation.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
     console.print(results_table(payload))
     console.print(f"Details in {(out / 'evaluation.json').resolve()}")
 
