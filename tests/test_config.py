@@ -19,9 +19,11 @@ def test_the_documented_example_config_is_the_default() -> None:
 def test_file_then_environment_then_explicit_override(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pipeline = tmp_path / "pipeline"
+    pipeline.mkdir()  # a pipeline folder: the file may name only an installed model
     path = tmp_path / "k.toml"
-    path.write_text('[extract]\nmax_connectives = 2\nmodel = "from_file"\n')
-    assert load_config(path).model == "from_file"
+    path.write_text(f'[extract]\nmax_connectives = 2\nmodel = "{pipeline}"\n')
+    assert load_config(path).model == str(pipeline)
     monkeypatch.setenv(MODEL_ENV_VAR, "from_env")
     config = load_config(path)
     assert (config.model, config.max_connectives) == ("from_env", 2)
@@ -72,6 +74,17 @@ def test_fingerprint_changes_with_config_and_model() -> None:
     assert base == ExtractConfig().fingerprint("en_ud_open_sm", "1.0.0")
     assert base != ExtractConfig(max_connectives=2).fingerprint("en_ud_open_sm", "1.0.0")
     assert base != ExtractConfig().fingerprint("en_core_web_sm", "3.8.0")
+
+
+def test_a_missing_model_in_the_file_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text('[extract]\nmodel = "en_no_such_model_sm"\n')
+    with pytest.raises(UserError, match=r"in .*k\.toml: model 'en_no_such_model_sm' is no installed"):
+        load_config(path)
+    # A model given on the command line or in the environment replaces the file's: no fault of the file.
+    assert load_config(path, model="explicit").model == "explicit"
+    monkeypatch.setenv(MODEL_ENV_VAR, "from_env")
+    assert load_config(path).model == "from_env"
 
 
 def test_missing_model_says_what_to_do() -> None:

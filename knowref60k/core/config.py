@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import importlib.util
 import os
 import re
 import tomllib
@@ -192,9 +193,20 @@ class PrepareConfig:
 def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
     """Defaults, then the TOML file's `[extract]` table, then the environment, then explicit overrides."""
     values = _read_toml(path, "extract") if path is not None else {}
-    if os.environ.get(MODEL_ENV_VAR):
-        values["model"] = os.environ[MODEL_ENV_VAR]
-    return _built(ExtractConfig, path, values, _given(overrides))
+    environment = {"model": os.environ[MODEL_ENV_VAR]} if os.environ.get(MODEL_ENV_VAR) else {}
+    given = {**environment, **_given(overrides)}
+    config = _built(ExtractConfig, path, values, given)
+    if "model" in values and "model" not in given and not is_installed(values["model"]):
+        raise UserError(
+            f"invalid setting in {path}: model {values['model']!r} is no installed spaCy pipeline or "
+            "pipeline folder (`make setup` installs the default)"
+        )
+    return config
+
+
+def is_installed(model: str) -> bool:
+    """A spaCy pipeline's folder, or the name of an installed pipeline package."""
+    return Path(model).is_dir() or importlib.util.find_spec(model.replace("-", "_")) is not None
 
 
 def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:

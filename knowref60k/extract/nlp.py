@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,7 +18,7 @@ from spacy.pipeline import Sentencizer
 from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
 
-from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR
+from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR, is_installed
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import read_tsv_rows
 from knowref60k.core.paths import DATA_DIR
@@ -129,10 +128,6 @@ def _trie_regex(node: dict[str, dict]) -> str:  # type: ignore[type-arg]
         return ""
     body = branches[0] if len(branches) == 1 and not ends_here else f"(?:{'|'.join(branches)})"
     return f"(?:{body})?" if ends_here else body
-
-
-def is_installed(name: str) -> bool:
-    return Path(name).is_dir() or importlib.util.find_spec(name.replace("-", "_")) is not None
 
 
 def resolve_model_name(requested: str | None) -> str:
