@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from rich.console import Console
 
 from annotation.settings import load_labelstudio_config, load_settings, with_config
 from flows.common import RunSettings, missing_inputs, worker_count
@@ -44,7 +45,7 @@ def pipeline_flow(
     return {"extract": extracted, "prepare": prepared}
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Extract, de-duplicate and perturb dumps under Prefect.")
     parser.add_argument("inputs", nargs="+", help="dump files")
     parser.add_argument("--out", required=True, help="output folder")
@@ -56,17 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--screeners", type=int, default=3, help="screener accounts to have (--label-studio)")
     parser.add_argument("--resolvers", type=int, default=5, help="resolver accounts to have (--label-studio)")
-    args = parser.parse_args(argv)
-    console = make_console()
-    if missing_inputs(console, args.inputs):
-        return 2
-    try:
-        if args.label_studio:  # a bad [labelstudio] table is refused before the dumps are read
-            load_labelstudio_config(Path(args.config) if args.config else None)
-        result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
-    except UserError as error:
-        print_error(console, error)
-        return 2
+    return parser.parse_args(argv)
+
+
+def print_outputs(console: Console, result: dict[str, Any]) -> None:
+    """Where each input's candidates and items went, and the funnel."""
     for extracted, prepared in zip(result["extract"]["files"], result["prepare"]["files"], strict=True):
         state = "skipped: already done" if extracted["skipped"] else "extracted"
         console.print(
@@ -89,6 +84,21 @@ def main(argv: list[str] | None = None) -> int:
             "hold none; try a larger one, e.g. INPUTS=../shared/data/reddit/RC_sample_1M.zst",
             style="yellow",
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    console = make_console()
+    if missing_inputs(console, args.inputs):
+        return 2
+    try:
+        if args.label_studio:  # a bad [labelstudio] table is refused before the dumps are read
+            load_labelstudio_config(Path(args.config) if args.config else None)
+        result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
+    except UserError as error:
+        print_error(console, error)
+        return 2
+    print_outputs(console, result)
     if args.label_studio:
         try:
             items = [f["items_path"] for f in result["prepare"]["files"]]

@@ -5,7 +5,7 @@ all cost in votes."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,28 @@ class Labelled:
         }
 
 
+def annotators(
+    votes: Sequence[Mapping[str, Any]],
+    decided: Mapping[str, Mapping[str, Decision]],
+    label_model: DawidSkene,
+    annotator_key: Callable[[Any], str],
+    control_answers: Mapping[str, str],
+) -> dict[str, dict[str, Any]]:
+    """Each annotator's quality in their stage (`decided`: each stage's decisions), with Dawid-Skene's
+    accuracy for resolvers, by annotator key."""
+    quality: dict[str, dict[str, Any]] = {}
+    for stage, decisions in decided.items():
+        stage_votes = [v for v in votes if v["stage"] == stage]
+        for annotator, found in annotator_quality(stage_votes, decisions, control_answers).items():
+            accuracy = label_model.accuracy.get(annotator) if stage == RESOLUTION else None
+            quality[annotator_key(annotator)] = {
+                "stage": stage,
+                **found.to_dict(),
+                "dawid_skene_accuracy": accuracy,
+            }
+    return dict(sorted(quality.items()))
+
+
 def label(
     items: Mapping[str, Mapping[str, Any]],
     votes: Iterable[Mapping[str, Any]],
@@ -118,16 +140,8 @@ def label(
     resolution_votes = [v for v in by_stage[RESOLUTION] if v["item_id"] in eligible_set]
     report = agreement(eligible, resolution_votes, config.resolution_rule, annotator_key, config.is_audit)
     label_model = dawid_skene(resolution_votes)
-    quality: dict[str, dict[str, Any]] = {}
-    for stage, decisions in ((SCREENING, screening or {}), (RESOLUTION, report.decisions)):
-        stage_votes = [v for v in votes if v["stage"] == stage]
-        for annotator, found in annotator_quality(stage_votes, decisions, control_answers).items():
-            accuracy = label_model.accuracy.get(annotator) if stage == RESOLUTION else None
-            quality[annotator_key(annotator)] = {
-                "stage": stage,
-                **found.to_dict(),
-                "dawid_skene_accuracy": accuracy,
-            }
+    decided = {SCREENING: screening or {}, RESOLUTION: report.decisions}
+    quality = annotators(votes, decided, label_model, annotator_key, control_answers)
     return Labelled(
         config=config,
         screening=screening,
@@ -136,7 +150,7 @@ def label(
         report=report,
         label_model=label_model,
         validity_model=dawid_skene(by_stage[SCREENING]) if config.screening else None,
-        quality=dict(sorted(quality.items())),
+        quality=quality,
         votes={
             "screening": len(by_stage[SCREENING]),
             "resolution": len(by_stage[RESOLUTION]),
