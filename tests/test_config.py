@@ -3,7 +3,13 @@ from pathlib import Path
 
 import pytest
 
-from knowref60k.core.config import MODEL_ENV_VAR, ExtractConfig, load_config, load_prepare_config
+from knowref60k.core.config import (
+    MODEL_ENV_VAR,
+    ExtractConfig,
+    is_installed,
+    load_config,
+    load_prepare_config,
+)
 from knowref60k.core.errors import UserError
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
@@ -85,6 +91,11 @@ def test_a_missing_model_in_the_file_names_the_file(tmp_path: Path, monkeypatch:
     assert load_config(path, model="explicit").model == "explicit"
     monkeypatch.setenv(MODEL_ENV_VAR, "from_env")
     assert load_config(path).model == "from_env"
+
+
+@pytest.mark.parametrize("name", ["en_no_such_model_sm", "en_core_web_sm-3.8.0", "./no/such/folder", "a.b.c"])
+def test_a_name_that_is_no_pipeline_is_not_installed(name: str) -> None:
+    assert not is_installed(name)  # never an import error: a version, a missing folder, a dotted name
 
 
 def test_missing_model_says_what_to_do() -> None:

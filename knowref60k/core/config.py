@@ -206,7 +206,12 @@ def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
 
 def is_installed(model: str) -> bool:
     """A spaCy pipeline's folder, or the name of an installed pipeline package."""
-    return Path(model).is_dir() or importlib.util.find_spec(model.replace("-", "_")) is not None
+    if Path(model).is_dir():
+        return True
+    try:
+        return importlib.util.find_spec(model.replace("-", "_")) is not None
+    except (ImportError, ValueError):  # a dotted or relative name whose parent is no package: not one
+        return False
 
 
 def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
