@@ -4,7 +4,8 @@ for demos and tests. The command line and the Prefect flows both call these."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,27 @@ def promote(
     return {"screened_valid": len(accepted), "pushed": report.pushed, "tasks": report.tasks_in_project}
 
 
+# How long the simulated annotators wait, all idle, for a vote's event that never reaches the receiver
+# (Label Studio gives a webhook up after a second): the sync settles such a vote, as in production.
+LOST_EVENT_SECONDS = 30.0
+
+
+def received_and_settled(receiver: ReceiverProcess) -> Callable[[int], bool]:
+    """Whether the receiver has received this simulation's votes (as many events as votes cast, beyond
+    those it had before) and settled them all: an annotator's vote returns before its webhook may have
+    reached the receiver. After LOST_EVENT_SECONDS of waiting for missing events, settled is enough."""
+    before = int((receiver.health() or {}).get("queued", 0))
+    waiting: dict[int, float] = {}  # votes cast -> when the receiver was first found short of them
+
+    def settled(cast: int) -> bool:
+        if receiver.settled(before + cast):
+            return True
+        since = waiting.setdefault(cast, time.monotonic())
+        return time.monotonic() - since > LOST_EVENT_SECONDS and receiver.settled()
+
+    return settled
+
+
 def simulate(
     client: LabelStudioClient,
     stage: str,
@@ -107,8 +129,9 @@ def simulate(
     if not receiver.healthy():  # (it promotes nothing: it is given no items; `promote` does that)
         receiver.start(config, [])
     sessions = [AnnotatorSession(client.settings, account) for account in accounts]
+    settled = received_and_settled(receiver)
     try:
-        return work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, receiver.settled)
+        return work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, settled)
     finally:
         for session in sessions:
             session.close()

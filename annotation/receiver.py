@@ -265,10 +265,13 @@ class ReceiverProcess(Background):
     def healthy(self) -> bool:
         return self.health() is not None
 
-    def settled(self) -> bool:
-        """Whether every vote it was sent is settled (True when it is not running: nothing will be)."""
+    def settled(self, received: int = 0) -> bool:
+        """Whether it has received at least `received` votes and settled every vote it received. True when
+        it is not running (nothing will be); False while it runs but does not answer (busy, under load)."""
         health = self.health()
-        return health is None or bool(health["idle"])
+        if health is None:
+            return self.pid() is None
+        return bool(health["idle"]) and int(health.get("queued", 0)) >= received
 
     def health(self) -> dict[str, Any] | None:
         try:

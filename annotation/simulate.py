@@ -132,7 +132,7 @@ class Stream:
     """What the annotators of one simulation share: how many votes each item has had (so the k-th vote
     on an item gets the k-th answer, whoever casts it) and who is out of work."""
 
-    idle_settled: Callable[[], bool]
+    idle_settled: Callable[[int], bool]  # given the votes cast so far
     cast: Counter[str] = field(default_factory=Counter)
     idle: set[str] = field(default_factory=set)
     # Every vote was settled while everyone was idle: each annotator asks once more before the end.
@@ -153,7 +153,7 @@ class Stream:
         every vote settled, each asks once more."""
         with self.lock:  # held while the receiver is asked: two annotators must not both decide
             self.idle.add(email)
-            if len(self.idle) == annotators and self.idle_settled():
+            if len(self.idle) == annotators and self.idle_settled(sum(self.cast.values())):
                 if self.confirming:
                     self.finished.set()
                 else:
@@ -172,12 +172,12 @@ def work_through(
     project: int,
     from_name: str,
     answer: Answer,
-    idle_settled: Callable[[], bool],
+    idle_settled: Callable[[int], bool],
     pause: float = 0.3,
 ) -> Work:
     """The annotators work at the same time, a thread each, as people do: ask for the next task, vote,
-    until none of them is served anything and `idle_settled()` says every vote has been settled (by the
-    vote receiver, as in production)."""
+    until none of them is served anything and `idle_settled(votes cast)` says every vote has reached the
+    vote receiver and been settled by it, as in production."""
     work = Work({session.account.email: 0 for session in sessions})
     stream = Stream(idle_settled)
     failures: list[BaseException] = []

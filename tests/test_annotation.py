@@ -142,7 +142,7 @@ def test_simulated_annotators_stop_only_when_everyone_found_nothing_after_the_la
     they can take (the others voted on that task). So, once everyone is idle and all is settled, each asks
     once more; work served in between starts the check again; nothing ends while votes are unsettled."""
     settled = [False]
-    stream = Stream(lambda: settled[0])
+    stream = Stream(lambda cast: settled[0])
     assert not stream.out_of_work("a", 2) and not stream.out_of_work("b", 2)  # a vote is unsettled
     settled[0] = True
     assert not stream.out_of_work("a", 2)  # everyone idle and settled: not the end, everyone asks again
@@ -151,6 +151,43 @@ def test_simulated_annotators_stop_only_when_everyone_found_nothing_after_the_la
     assert not stream.out_of_work("a", 2)  # everyone idle again: once more
     assert not stream.out_of_work("b", 2) and not stream.finished.is_set()
     assert stream.out_of_work("a", 2) and stream.finished.is_set()
+
+
+class FakeReceiver:
+    """A receiver's health as the simulation reads it: events received so far, and whether all are settled."""
+
+    def __init__(self) -> None:
+        self.queued, self.idle = 3, True
+
+    def health(self) -> dict[str, object]:
+        return {"queued": self.queued, "idle": self.idle}
+
+    def settled(self, received: int = 0) -> bool:
+        return self.idle and self.queued >= received
+
+
+def test_the_simulation_waits_for_each_votes_event_to_reach_the_receiver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A vote returns to its annotator before its webhook may have reached the receiver (Label Studio
+    gives up on a webhook after a second while the receiver still takes it): an idle receiver short of the
+    votes cast is not settled, unless the events stay missing for LOST_EVENT_SECONDS."""
+    from annotation import operations
+
+    receiver = FakeReceiver()
+    settled = operations.received_and_settled(receiver)  # type: ignore[arg-type]
+    assert settled(0)  # the 3 events it had before are not this simulation's
+    assert not settled(2)  # two votes cast, neither event received yet
+    receiver.queued = 5
+    assert settled(2)
+    receiver.idle = False
+    assert not settled(2)  # received, not yet settled
+    receiver.idle = True
+    clock = [1000.0]
+    monkeypatch.setattr(operations.time, "monotonic", lambda: clock[0])
+    assert not settled(3)  # one event missing
+    clock[0] += operations.LOST_EVENT_SECONDS + 1
+    assert settled(3)  # lost for good: the sync settles that vote
 
 
 def test_votes_keep_the_latest_per_person_and_count_skips() -> None:

@@ -237,7 +237,7 @@ def vote_all(settings: Settings, stage: str, role: str, count: int, answer: Any,
         accounts = ensure_accounts(client, role, count, prefix)
         sessions = [AnnotatorSession(settings, account) for account in accounts]
         project = client.existing_project(stage)
-        work = work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, lambda: True)
+        work = work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, lambda cast: True)
         for session in sessions:
             session.close()
     return work.total
