@@ -97,10 +97,10 @@ def received_and_settled(receiver: ReceiverProcess) -> Callable[[int], bool]:
     waiting: dict[int, float] = {}  # votes cast -> when the receiver was first found short of them
 
     def settled(cast: int) -> bool:
-        if receiver.settled(before + cast):
-            return True
         since = waiting.setdefault(cast, time.monotonic())
-        return time.monotonic() - since > LOST_EVENT_SECONDS and receiver.settled()
+        if time.monotonic() - since > LOST_EVENT_SECONDS:
+            return receiver.settled()
+        return receiver.settled(before + cast)
 
     return settled
 

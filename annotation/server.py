@@ -32,6 +32,10 @@ START_TIMEOUT = 600.0
 LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
 # Threads of each gunicorn worker on PostgreSQL: requests mostly wait on the database.
 THREADS = 8
+# Label Studio's application with persistent database connections (a folder of its own on its path:
+# the modules of `annotation/` would shadow Label Studio's apps of the same names, such as `tasks`).
+APPLICATION_DIR = Path(__file__).parent / "labelstudio_app"
+APPLICATION_MODULE = "knowref60k_labelstudio"
 # The name of the vote receiver's pid and log files (annotation.receiver), stopped with its server.
 RECEIVER = "receiver"
 
@@ -169,11 +173,11 @@ class Server(Background):
             return [str(LABEL_STUDIO), "start", *address, "--no-browser"]
         return [
             str(LABEL_STUDIO.parent / "gunicorn"),
-            "label_studio.core.wsgi:application",
+            f"{APPLICATION_MODULE}:application",
             "--env",
             "DJANGO_SETTINGS_MODULE=label_studio.core.settings.label_studio",
             # Label Studio imports its apps by their own names (`projects`, `tasks`), as `start` does.
-            *("--pythonpath", str(_package_dir())),
+            *("--pythonpath", f"{_package_dir()},{APPLICATION_DIR}"),
             *("--bind", f"127.0.0.1:{self.settings.port}"),
             *("--workers", str(self.settings.workers), "--worker-class", "gthread"),
             *("--threads", str(THREADS), "--timeout", "120"),

@@ -308,12 +308,13 @@ def measure(args: argparse.Namespace) -> Measured:
         unfiltered = extract(
             args.input, work / "unfiltered", args.workers, ExtractConfig(surface_prefilter=False)
         )
-        same = rows_of(candidates_dir) == rows_of(work / "unfiltered")
+        candidates = rows_of(candidates_dir)
+        same = candidates == rows_of(work / "unfiltered")
         console.print(f"time per stage on the {args.small_lines:,}-line prefix, one process ...")
         shares = stage_seconds(prefix, args.small_lines)
         if args.profile:
             profile(prefix, work / "profile")
-    quality = gold_check(args.input, candidates_dir)
+    quality = gold_check(args.input, candidates)
     return Measured(
         base, small_base, small, runs, unscored_runs, rules_runs, unfiltered, same, shares, quality
     )
@@ -469,12 +470,12 @@ def rows_of(folder: Path) -> list[dict[str, object]]:
     ]
 
 
-def gold_check(source: Path, candidates_dir: Path) -> dict[str, object] | None:
+def gold_check(source: Path, candidates: list[dict[str, object]]) -> dict[str, object] | None:
     """The run's candidates judged by the gold set, when the input is a file the gold set came from."""
     comments = gold_metadata()["sources"].get(source.name)
     if comments is None:
         return None
-    return score_candidates(rows_of(candidates_dir), load_gold(), comments)
+    return score_candidates(candidates, load_gold(), comments)
 
 
 def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:

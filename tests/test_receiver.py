@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from annotation.accounts import create_accounts
 from annotation.client import LabelStudioClient
 from annotation.collect import collect
+from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
 from annotation.receiver import Receiver, ReceiverProcess, TaskQueue
 from annotation.server import Server
 from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
@@ -276,7 +278,6 @@ def test_the_sync_repairs_what_a_stopped_receiver_missed(project: Settings, tmp_
 def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -> None:
     """A Label Studio of its own on a PostgreSQL of its own (Debian's, in a data folder of its own):
     migrated on first start, settled through the receiver, collected like the SQLite one."""
-    from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
     from knowref60k.core.errors import UserError
 
     try:
@@ -313,10 +314,30 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
             for session in sessions:
                 session.close()
         assert report["votes"] == 4 and report["closed_tasks"][RESOLUTION]["closed"] == 0
+        # Its connections outlive the requests (Django's default opens one for each request).
+        before = sessions_opened(database)
+        for _ in range(60):
+            answer = httpx.get(
+                f"{settings.url}/api/projects/", headers={"Authorization": f"Token {settings.api_key}"}
+            )
+            assert answer.status_code == 200
+        assert sessions_opened(database) - before < 30
     finally:
         server.stop()
         database.remove()
     assert not database.data_dir.exists()
+
+
+def sessions_opened(database: LocalPostgres) -> int:
+    """Sessions ever opened to the database, this query's own included."""
+    query = "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+    done = subprocess.run(
+        [str(postgres_bin() / "psql"), database.url(), "-Atc", query],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
 
 
 def children(server: Server) -> list[int]:
@@ -336,6 +357,7 @@ def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: P
     base = Settings("http://127.0.0.1:8123", "u", "p", "k", state_dir=tmp_path)
     command = Server(with_config(base, config)).command()
     assert Path(command[0]).name == "gunicorn"
+    assert command[1] == "knowref60k_labelstudio:application"  # persistent database connections
     assert command[command.index("--workers") + 1] == "5"
     assert command[command.index("--bind") + 1] == "127.0.0.1:8123"
     for single in (base, dataclasses.replace(base, database="postgresql", workers=1)):
