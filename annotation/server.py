@@ -36,6 +36,9 @@ THREADS = 8
 # the modules of `annotation/` would shadow Label Studio's apps of the same names, such as `tasks`).
 APPLICATION_DIR = Path(__file__).parent / "labelstudio_app"
 APPLICATION_MODULE = "knowref60k_labelstudio"
+# Seconds it keeps a database connection open between requests (0: Django's default, one per request).
+CONNECTION_MAX_AGE = "KNOWREF60K_DB_CONN_MAX_AGE"
+DEFAULT_CONNECTION_MAX_AGE = 300
 # The name of the vote receiver's pid and log files (annotation.receiver), stopped with its server.
 RECEIVER = "receiver"
 
@@ -143,6 +146,7 @@ class Server(Background):
             LATEST_VERSION_CHECK="false",
         )
         env.update(database_environment(self.settings.database, self.state_dir, self.settings.port))
+        env[CONNECTION_MAX_AGE] = str(connection_max_age())
         return env
 
     def start(self, timeout: float = START_TIMEOUT) -> str:
@@ -211,6 +215,16 @@ class Server(Background):
         if self.settings.database == POSTGRESQL:
             LocalPostgres(self.state_dir, self.settings.port + POSTGRES_PORT_OFFSET).stop()
         return f"{said}; {stopped}" if stopped else said
+
+
+def connection_max_age() -> int:
+    """The environment's connection lifetime for Label Studio's application, else the default."""
+    given = os.environ.get(CONNECTION_MAX_AGE, "").strip()
+    if not given:
+        return DEFAULT_CONNECTION_MAX_AGE
+    if not given.isdigit():
+        raise UserError(f"{CONNECTION_MAX_AGE} must be a whole number of seconds (0 or more), not {given!r}")
+    return int(given)
 
 
 def _package_dir() -> Path:

@@ -401,6 +401,23 @@ def test_the_pipeline_refuses_a_bad_labelstudio_table_before_reading_the_dumps(
     assert not out.exists()
 
 
+def test_label_studio_keeps_connections_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from annotation.server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE
+    from knowref60k.core.errors import UserError
+
+    server = Server(Settings("http://127.0.0.1:1", "u", "p", "k"))
+    monkeypatch.delenv(CONNECTION_MAX_AGE, raising=False)
+    assert server.environment()[CONNECTION_MAX_AGE] == str(DEFAULT_CONNECTION_MAX_AGE)
+    monkeypatch.setenv(CONNECTION_MAX_AGE, "0")
+    assert server.environment()[CONNECTION_MAX_AGE] == "0"
+    for bad in ("five", "-1", "2.5"):
+        monkeypatch.setenv(CONNECTION_MAX_AGE, bad)
+        with pytest.raises(
+            UserError, match=rf"KNOWREF60K_DB_CONN_MAX_AGE must be a whole number .* not '{bad}'"
+        ):
+            server.environment()
+
+
 def test_a_worker_count_below_one_is_a_clear_error(tmp_path: Path) -> None:
     from annotation.settings import with_config
     from knowref60k.core.errors import UserError

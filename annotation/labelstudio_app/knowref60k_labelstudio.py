@@ -14,7 +14,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "label_studio.core.settings.labe
 
 from django.conf import settings
 
-settings.DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("KNOWREF60K_DB_CONN_MAX_AGE", "300"))
+# Checked and set by annotation.server, which starts this application.
+settings.DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["KNOWREF60K_DB_CONN_MAX_AGE"])
 # A connection the database closed (a restart) is replaced at the next request instead of failing it.
 settings.DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
