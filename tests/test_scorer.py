@@ -286,9 +286,11 @@ def test_the_build_script_rebuilds_the_shipped_model_from_the_shipped_data(tmp_p
     rebuilt_numbers, rebuilt_shape = numbers_and_shape(rebuilt)
     shipped_numbers, shipped_shape = numbers_and_shape(shipped)
     # The same trees, splits and settings; the numbers equal up to the last bits of spaCy's float
-    # arithmetic, which differ between CPUs (docs/extraction.md, "The validity score").
+    # arithmetic, which differ between CPUs (docs/extraction.md, "The validity score"). A split's threshold
+    # lies between two projected feature values, so it moves with them: on an AMD EPYC one of 8,674 numbers
+    # moved by 1.9e-6 (0.0634765 against 0.0634784), every other one by less than 1e-6.
     assert rebuilt_shape == shipped_shape
-    assert np.allclose(rebuilt_numbers, shipped_numbers, rtol=1e-5, atol=1e-6)
+    assert np.allclose(rebuilt_numbers, shipped_numbers, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.integration
