@@ -47,7 +47,7 @@ from annotation.collect import collect
 from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
 from annotation.receiver import ReceiverProcess
 from annotation.server import Server
-from annotation.settings import LabelStudioConfig, Settings
+from annotation.settings import DEFAULT_WORKERS, LabelStudioConfig, Settings
 from annotation.simulate import AnnotatorSession, resolver, screener
 from annotation.tasks import resolution_task, simulated_truth
 from knowref60k.core.console import make_console
@@ -106,6 +106,20 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def bench_settings(state_dir: Path, database: str, project: str, workers: int = DEFAULT_WORKERS) -> Settings:
+    """A Label Studio of a benchmark's own: a free port, a throw-away admin login, state in `state_dir`."""
+    return Settings(
+        f"http://127.0.0.1:{free_port()}",
+        "admin@bench.local",
+        secrets.token_urlsafe(12),
+        secrets.token_hex(20),
+        project,
+        state_dir=state_dir,
+        database=database,
+        workers=workers,
+    )
 
 
 def annotated_task(number: int, annotators: list[int]) -> dict[str, Any]:
@@ -520,16 +534,7 @@ def main() -> int:
         args.loads, args.load_seconds, args.load_tasks, args.collect_every, args.think_seconds
     )
     with tempfile.TemporaryDirectory() as scratch:
-        settings = Settings(
-            f"http://127.0.0.1:{free_port()}",
-            "admin@bench.local",
-            secrets.token_urlsafe(12),
-            secrets.token_hex(20),
-            "bench push",
-            state_dir=Path(scratch),
-            database=args.database,
-            workers=args.workers,
-        )
+        settings = bench_settings(Path(scratch), args.database, "bench push", args.workers)
         server = Server(settings)
         started = time.perf_counter()
         console.print(server.start())

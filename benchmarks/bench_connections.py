@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import sys
 import tempfile
@@ -26,12 +25,11 @@ from typing import Any
 
 import httpx
 import orjson
-from bench_annotation import REPO, console, free_port, item
+from bench_annotation import REPO, bench_settings, console, item
 
 from annotation.client import LabelStudioClient
 from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres
 from annotation.server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE, Server
-from annotation.settings import Settings
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION
 
@@ -60,15 +58,7 @@ def timed(http: httpx.Client, path: str, requests: int) -> dict[str, float]:
 def measure(max_age: int, requests: int, scratch: Path) -> dict[str, dict[str, float]]:
     """Per-request cost of the two views on a fresh server whose connections live `max_age` seconds."""
     os.environ[CONNECTION_MAX_AGE] = str(max_age)
-    settings = Settings(
-        f"http://127.0.0.1:{free_port()}",
-        "admin@bench.local",
-        secrets.token_urlsafe(12),
-        secrets.token_hex(20),
-        "bench connections",
-        state_dir=scratch / f"age-{max_age}",
-        database="postgresql",
-    )
+    settings = bench_settings(scratch / f"age-{max_age}", "postgresql", "bench connections")
     server = Server(settings)
     try:
         server.start()

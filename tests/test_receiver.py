@@ -316,23 +316,21 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         assert report["votes"] == 4 and report["closed_tasks"][RESOLUTION]["closed"] == 0
         # Its connections outlive the requests (Django's default opens one for each request).
         before = sessions_opened(database)
-        for _ in range(60):
-            answer = httpx.get(
-                f"{settings.url}/api/projects/", headers={"Authorization": f"Token {settings.api_key}"}
-            )
-            assert answer.status_code == 200
+        assert project_list_answers(settings, 60) == {200}
         assert sessions_opened(database) - before < 30
         database.stop()  # a restart closes them all: the next requests open new ones, none fails
         database.start()
-        for _ in range(30):
-            answer = httpx.get(
-                f"{settings.url}/api/projects/", headers={"Authorization": f"Token {settings.api_key}"}
-            )
-            assert answer.status_code == 200
+        assert project_list_answers(settings, 30) == {200}
     finally:
         server.stop()
         database.remove()
     assert not database.data_dir.exists()
+
+
+def project_list_answers(settings: Settings, requests: int) -> set[int]:
+    """The status codes of `requests` requests for the project list, one after another."""
+    with httpx.Client(base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"}) as http:
+        return {http.get("/api/projects/").status_code for _ in range(requests)}
 
 
 def sessions_opened(database: LocalPostgres) -> int:
