@@ -181,7 +181,7 @@ class Server(Background):
             "--env",
             "DJANGO_SETTINGS_MODULE=label_studio.core.settings.label_studio",
             # Label Studio imports its apps by their own names (`projects`, `tasks`), as `start` does.
-            *("--pythonpath", f"{_package_dir()},{APPLICATION_DIR}"),
+            *("--pythonpath", f"{label_studio_package_dir()},{APPLICATION_DIR}"),
             *("--bind", f"127.0.0.1:{self.settings.port}"),
             *("--workers", str(self.settings.workers), "--worker-class", "gthread"),
             *("--threads", str(THREADS), "--timeout", "120"),
@@ -227,7 +227,7 @@ def connection_max_age() -> int:
     return int(given)
 
 
-def _package_dir() -> Path:
+def label_studio_package_dir() -> Path:
     """The `label_studio` package in Label Studio's own environment."""
     found = sorted(LABEL_STUDIO.parent.parent.glob("lib/python*/site-packages/label_studio"))
     if not found:

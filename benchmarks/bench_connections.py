@@ -7,9 +7,11 @@ for teams) twice, with `KNOWREF60K_DB_CONN_MAX_AGE=0` (Django's default: one con
 then with the default (kept), pushes 20 resolution tasks, and sends `--requests` requests one after
 another to two views every vote brings: a task, and the next task. One client, no queue, so the time of a
 request is its cost: wall-clock milliseconds per request and the machine's busy CPU milliseconds per
-request (/proc/stat: Label Studio, PostgreSQL and this client together). Results in
-output/bench/connections.json; the target is the kept connections' CPU per request at most 85% of the
-per-request connections' in the same run.
+request (/proc/stat: Label Studio, PostgreSQL and this client together). With kept connections it also
+sends the same two requests without their trailing slash, as Label Studio's labelling frontend does,
+alternating with the slashed ones. Results in output/bench/connections.json; the targets: the kept
+connections' CPU per request at most 85% of the per-request connections' in the same run, and a slash-less
+request's time at most 105% of the slashed one's (Label Studio alone runs it twice, to a 404 and again).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION
 
 TARGET_RATIO = 0.85
+SLASHLESS_TARGET_RATIO = 1.05
 WARM_UP = 10
+VIEWS = ("task", "next_task")
 
 
 def busy_seconds() -> float:
@@ -53,6 +57,20 @@ def timed(http: httpx.Client, path: str, requests: int) -> dict[str, float]:
         "wall_ms": round(1000 * (time.perf_counter() - started) / requests, 1),
         "cpu_ms": round(1000 * (busy_seconds() - busy) / requests, 1),
     }
+
+
+def alternated(http: httpx.Client, slashed: str, requests: int) -> dict[str, float]:
+    """Wall-clock milliseconds per request of `slashed` and of it without its slash, sent in turns so
+    that both see the same state of the machine."""
+    spent = {"slashed_ms": 0.0, "slashless_ms": 0.0}
+    for _ in range(WARM_UP):
+        http.get(slashed.rstrip("/")).raise_for_status()
+    for _ in range(requests):
+        for key, path in (("slashed_ms", slashed), ("slashless_ms", slashed.rstrip("/"))):
+            started = time.perf_counter()
+            http.get(path).raise_for_status()
+            spent[key] += time.perf_counter() - started
+    return {key: round(1000 * total / requests, 1) for key, total in spent.items()}
 
 
 def measure(max_age: int, requests: int, scratch: Path) -> dict[str, dict[str, float]]:
@@ -74,10 +92,11 @@ def measure(max_age: int, requests: int, scratch: Path) -> dict[str, dict[str, f
         with httpx.Client(
             base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"}
         ) as http:
-            return {
-                "task": timed(http, f"/api/tasks/{task}/", requests),
-                "next_task": timed(http, f"/api/projects/{project}/next/", requests),
-            }
+            paths = {"task": f"/api/tasks/{task}/", "next_task": f"/api/projects/{project}/next/"}
+            costs = {view: timed(http, path, requests) for view, path in paths.items()}
+            if max_age:
+                costs |= {f"{view}_slash": alternated(http, path, requests) for view, path in paths.items()}
+            return costs
     finally:
         server.stop()
         LocalPostgres(settings.state_dir, settings.port + POSTGRES_PORT_OFFSET).remove()
@@ -103,25 +122,43 @@ def report(rounds: list[dict[str, Any]], requests: int) -> int:
         view: statistics.median(
             one["kept"][view]["cpu_ms"] / one["per_request"][view]["cpu_ms"] for one in rounds
         )
-        for view in ("task", "next_task")
+        for view in VIEWS
     }
-    results = {"requests": requests, "rounds": rounds, "cpu_ratio_kept_to_per_request": ratios}
+    slashless = {
+        view: statistics.median(
+            one["kept"][f"{view}_slash"]["slashless_ms"] / one["kept"][f"{view}_slash"]["slashed_ms"]
+            for one in rounds
+        )
+        for view in VIEWS
+    }
+    results = {
+        "requests": requests,
+        "rounds": rounds,
+        "cpu_ratio_kept_to_per_request": ratios,
+        "time_ratio_slashless_to_slashed": slashless,
+    }
     out = REPO / "output" / "bench" / "connections.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
     for number, one in enumerate(rounds, 1):
         for mode in ("per_request", "kept"):
             console.print(f"round {number}, connections {mode}: {one[mode]}")
-    missed = 0
-    for view, ratio in ratios.items():
-        met = ratio <= TARGET_RATIO
-        missed += not met
-        console.print(
-            f"{'MET   ' if met else 'MISSED'} {view}: CPU per request with kept connections "
-            f"{ratio:.2f}x the per-request connections' (median of rounds; target <= {TARGET_RATIO})"
-        )
+    kept = "CPU per request with kept connections {:.2f}x the per-request connections'"
+    slash = "time of a request without its trailing slash {:.2f}x the slashed one's"
+    missed = verdicts(ratios, TARGET_RATIO, kept) + verdicts(slashless, SLASHLESS_TARGET_RATIO, slash)
     console.print(f"results: {out}")
     return 1 if missed else 0
+
+
+def verdicts(ratios: dict[str, float], target: float, what: str) -> int:
+    """Print MET or MISSED for each view's ratio against `target`; returns how many missed."""
+    missed = 0
+    for view, ratio in ratios.items():
+        met = ratio <= target
+        missed += not met
+        verdict = "MET   " if met else "MISSED"
+        console.print(f"{verdict} {view}: {what.format(ratio)} (median of rounds; target <= {target})")
+    return missed
 
 
 if __name__ == "__main__":

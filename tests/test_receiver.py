@@ -6,6 +6,7 @@ the periodic sync repairing what a stopped receiver missed."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import secrets
 import subprocess
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from annotation.client import LabelStudioClient
 from annotation.collect import collect
 from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
 from annotation.receiver import Receiver, ReceiverProcess, TaskQueue
-from annotation.server import Server
+from annotation.server import APPLICATION_DIR, LABEL_STUDIO, Server, label_studio_package_dir
 from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
 from annotation.simulate import AnnotatorSession
 from annotation.tasks import CAREFUL
@@ -310,6 +311,8 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
             for session in sessions:
                 task_id = vote_and_settle(session, settings, project_id, "antecedent1")
             assert state(client, task_id) == (4, True)
+            # The labelling frontend's slash-less API paths reach the same views.
+            assert answers(settings, f"/api/tasks/{task_id}") == answers(settings, f"/api/tasks/{task_id}/")
             report = collect(client, tmp_path / "votes", CONFIG)
             for session in sessions:
                 session.close()
@@ -325,6 +328,40 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         server.stop()
         database.remove()
     assert not database.data_dir.exists()
+
+
+def answers(settings: Settings, path: str) -> tuple[int, Any]:
+    with httpx.Client(base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"}) as http:
+        response = http.get(path)
+    return response.status_code, response.json()
+
+
+@pytest.mark.integration
+def test_slash_less_api_paths_are_routed_once_by_label_studios_own_url_table(tmp_path: Path) -> None:
+    """Label Studio's frontend calls its API without trailing slashes; Label Studio runs such a request to
+    a 404 and again with the slash. The application gunicorn serves appends the slash first, where only
+    the slashed path is one of Label Studio's (its real URL table, in its own environment)."""
+    paths = {
+        "/api/projects/3/next": True,
+        "/api/tasks/7": True,
+        "/api/tasks/7/annotations": True,
+        "/api/projects/3/next/": False,  # already slashed
+        "/api/no-such-view": False,  # neither form is a view: left to Label Studio's 404
+    }
+    server = Server(Settings("http://127.0.0.1:1", "u", "p", "k", state_dir=tmp_path))
+    program = (
+        "import sys, json, knowref60k_labelstudio as app\n"
+        "print(json.dumps([app.resolves_only_with_slash(path) for path in sys.argv[1:]]))"
+    )
+    done = subprocess.run(
+        [str(LABEL_STUDIO.parent / "python"), "-c", program, *paths],
+        env=server.environment() | {"PYTHONPATH": f"{label_studio_package_dir()}:{APPLICATION_DIR}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == list(paths.values())
 
 
 def project_list_answers(settings: Settings, requests: int) -> set[int]:

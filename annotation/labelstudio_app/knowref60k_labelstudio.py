@@ -1,4 +1,5 @@
-"""Label Studio's web application, with its database connections kept open between requests.
+"""Label Studio's web application, with its database connections kept open between requests and its
+API's slash-less paths routed without a detour.
 
 Served by gunicorn in Label Studio's own environment (annotation.server): it imports nothing of ours.
 Django opens a new connection for every request by default; on PostgreSQL each one forks a server
@@ -8,7 +9,10 @@ any connection (a settings module of our own cannot star-import Label Studio's: 
 own settings while it is imported).
 """
 
+import functools
 import os
+from collections.abc import Callable, Iterable
+from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "label_studio.core.settings.label_studio")
 
@@ -19,6 +23,35 @@ settings.DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["KNOWREF60K_DB_CO
 # A connection the database closed (a restart) is replaced at the next request instead of failing it.
 settings.DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
-from label_studio.core.wsgi import application  # noqa: E402 (after the settings above)
+from django.urls import Resolver404, resolve  # noqa: E402 (after the settings above)
+from label_studio.core.wsgi import application as label_studio_application  # noqa: E402
 
-__all__ = ["application"]
+__all__ = ["application", "resolves_only_with_slash"]
+
+
+def resolves(path: str) -> bool:
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=8192)
+def resolves_only_with_slash(path: str) -> bool:
+    """Whether Label Studio would serve `path` only after appending a slash.
+
+    Its labelling frontend calls the API without trailing slashes (`/api/tasks/N`, the next task). For
+    those Label Studio runs the request through its middleware to a 404, then again from the start on
+    the path with a slash (`core.middleware.CommonMiddlewareAppendSlashWithoutRedirect`). Appending the
+    slash before Django sees the request reaches the same view once.
+    """
+    return not resolves(path) and resolves(path + "/")
+
+
+def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    path = environ.get("PATH_INFO", "")
+    if path.startswith("/api/") and not path.endswith("/") and resolves_only_with_slash(path):
+        environ["PATH_INFO"] = path + "/"
+    served: Iterable[bytes] = label_studio_application(environ, start_response)
+    return served
