@@ -109,9 +109,12 @@ class LabelStudioClient:
     """One server, addressed with the admin's API token; a project per stage, named after the settings'
     project (the resolution project carries that name, the screening project adds " - screening")."""
 
-    def __init__(self, settings: Settings, timeout: float = 120.0) -> None:
+    def __init__(self, settings: Settings, timeout: float = 120.0, api_url: str | None = None) -> None:
+        """`api_url`: where to send the API requests, if not to the server's URL (the same server's
+        settle worker, annotation.server); webhooks and messages still name the server."""
         self.settings = settings
-        self.sdk = LabelStudio(base_url=settings.url, api_key=settings.api_key, timeout=timeout)  # type: ignore[no-untyped-call]
+        base_url = api_url or settings.url
+        self.sdk = LabelStudio(base_url=base_url, api_key=settings.api_key, timeout=timeout)  # type: ignore[no-untyped-call]
         # Projects made with another `maximum_annotations` than the rule's initial overlap: the overlap
         # their new tasks are given after import.
         self.overlap_at_import: dict[int, int] = {}

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from annotation.client import LabelStudioClient
-from annotation.server import RECEIVER, Background
+from annotation.server import RECEIVER, Background, settle_url
 from annotation.settings import (
     REPO,
     SECRET_HEADER,
@@ -242,7 +242,10 @@ def handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
 def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) -> ThreadingHTTPServer:
     """The receiver for `settings`' server, listening where `receiver_url` says, its workers started."""
-    receiver = Receiver(Settler(LabelStudioClient(settings), config, items), webhook_secret(settings))
+    api_url = settle_url(settings)
+    log.info("settling through Label Studio at %s", api_url)
+    client = LabelStudioClient(settings, api_url=api_url)
+    receiver = Receiver(Settler(client, config, items), webhook_secret(settings))
     address = urlsplit(receiver_url(settings))
     server = ThreadingHTTPServer((address.hostname or "127.0.0.1", address.port or 80), handler_for(receiver))
     server.daemon_threads = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -41,6 +42,10 @@ CONNECTION_MAX_AGE = "KNOWREF60K_DB_CONN_MAX_AGE"
 DEFAULT_CONNECTION_MAX_AGE = 300
 # The name of the vote receiver's pid and log files (annotation.receiver), stopped with its server.
 RECEIVER = "receiver"
+# On several processes, the vote receiver's requests go to a Label Studio worker of their own, on this
+# port beside the server's: queued behind the annotators' requests, a vote took seconds to settle.
+SETTLE_PORT_OFFSET = 30
+SETTLE_SERVER = "settle-server"
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,8 @@ class Server(Background):
     def start(self, timeout: float = START_TIMEOUT) -> str:
         """Start (or find running) and wait until /health answers; returns a line saying which."""
         if self.healthy():
+            if self.multiprocess:
+                self.start_settle_worker(self.environment(), timeout)
             return f"Label Studio already running at {self.settings.url}"
         if not LABEL_STUDIO.exists():
             raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
@@ -161,6 +168,8 @@ class Server(Background):
         if self.multiprocess:
             self.initialise(environment)
         self.wait_healthy(self.spawn(self.command(), environment), self.healthy, timeout)
+        if self.multiprocess:
+            self.start_settle_worker(environment, timeout)
         return f"Label Studio started at {self.settings.url} (log: {self.log_file})"
 
     @property
@@ -169,7 +178,22 @@ class Server(Background):
         time anyway, so there Label Studio's own single-process server runs."""
         return self.settings.database != SQLITE and self.settings.workers > 1
 
-    def command(self) -> list[str]:
+    def settle_worker(self) -> Background:
+        """Label Studio's worker for the vote receiver's requests (the same database), beside the server."""
+        port = self.settings.port + SETTLE_PORT_OFFSET
+        settings = dataclasses.replace(self.settings, url=f"http://127.0.0.1:{port}")
+        return Background(settings, SETTLE_SERVER, "Label Studio's settle worker")
+
+    def start_settle_worker(self, environment: dict[str, str], timeout: float) -> None:
+        worker = self.settle_worker()
+        if _answers(f"{worker.settings.url}/health"):
+            return
+        command = Server(worker.settings).command(workers=1)
+        worker.wait_healthy(
+            worker.spawn(command, environment), lambda: _answers(f"{worker.settings.url}/health"), timeout
+        )
+
+    def command(self, workers: int | None = None) -> list[str]:
         """Label Studio's own server; when multiprocess, its application under gunicorn with `workers`
         processes, as its production image runs it (docs/labelling-operations.md)."""
         if not self.multiprocess:
@@ -183,7 +207,7 @@ class Server(Background):
             # Label Studio imports its apps by their own names (`projects`, `tasks`), as `start` does.
             *("--pythonpath", f"{label_studio_package_dir()},{APPLICATION_DIR}"),
             *("--bind", f"127.0.0.1:{self.settings.port}"),
-            *("--workers", str(self.settings.workers), "--worker-class", "gthread"),
+            *("--workers", str(workers or self.settings.workers), "--worker-class", "gthread"),
             *("--threads", str(THREADS), "--timeout", "120"),
         ]
 
@@ -211,10 +235,21 @@ class Server(Background):
         """Stop the server and its vote receiver (annotation.receiver), when that runs."""
         receiver = Background(self.settings, RECEIVER, "vote receiver")
         stopped = receiver.stop(timeout) if receiver.pid() is not None else None
+        settle_worker = self.settle_worker()
+        if settle_worker.pid() is not None:
+            settle_worker.stop(timeout)
         said = super().stop(timeout)
         if self.settings.database == POSTGRESQL:
             LocalPostgres(self.state_dir, self.settings.port + POSTGRES_PORT_OFFSET).stop()
         return f"{said}; {stopped}" if stopped else said
+
+
+def settle_url(settings: Settings) -> str:
+    """Where the vote receiver sends its requests: Label Studio's settle worker where one answers, else
+    the server itself (one process, or a server started without it)."""
+    server = Server(settings)
+    worker = server.settle_worker().settings.url
+    return worker if server.multiprocess and _answers(f"{worker}/health") else settings.url
 
 
 def connection_max_age() -> int:

@@ -23,7 +23,7 @@ from annotation.client import LabelStudioClient
 from annotation.collect import collect
 from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
 from annotation.receiver import Receiver, ReceiverProcess, TaskQueue
-from annotation.server import APPLICATION_DIR, LABEL_STUDIO, Server, label_studio_package_dir
+from annotation.server import APPLICATION_DIR, LABEL_STUDIO, Server, label_studio_package_dir, settle_url
 from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
 from annotation.simulate import AnnotatorSession
 from annotation.tasks import CAREFUL
@@ -303,6 +303,11 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         # Served by gunicorn's worker processes, not Label Studio's single-process server.
         assert httpx.get(f"{settings.url}/health").headers["server"].startswith("gunicorn")
         assert len(children(server)) == settings.workers
+        # The receiver's requests go to a worker of their own, not behind the annotators' requests.
+        settle_worker = server.settle_worker()
+        assert settle_url(settings) == settle_worker.settings.url != settings.url
+        assert httpx.get(f"{settle_worker.settings.url}/health").headers["server"].startswith("gunicorn")
+        assert f"settling through Label Studio at {settle_worker.settings.url}" in wait_for_log(settings)
         with LabelStudioClient(settings) as client:
             client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
             project_id = client.existing_project(RESOLUTION)
@@ -328,6 +333,14 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         server.stop()
         database.remove()
     assert not database.data_dir.exists()
+    assert settle_worker.pid() is None  # stopped with the server
+
+
+def wait_for_log(settings: Settings) -> str:
+    """The vote receiver's log once it says where it settles."""
+    log = ReceiverProcess(settings).log_file
+    wait_for(lambda: "settling through" in log.read_text(), 30, "the receiver to say where it settles")
+    return log.read_text()
 
 
 def answers(settings: Settings, path: str) -> tuple[int, Any]:
