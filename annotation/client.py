@@ -113,8 +113,8 @@ class LabelStudioClient:
         """`api_url`: where to send the API requests, if not to the server's URL (the same server's
         settle worker, annotation.server); webhooks and messages still name the server."""
         self.settings = settings
-        base_url = api_url or settings.url
-        self.sdk = LabelStudio(base_url=base_url, api_key=settings.api_key, timeout=timeout)  # type: ignore[no-untyped-call]
+        self.api_url = api_url or settings.url
+        self.sdk = LabelStudio(base_url=self.api_url, api_key=settings.api_key, timeout=timeout)  # type: ignore[no-untyped-call]
         # Projects made with another `maximum_annotations` than the rule's initial overlap: the overlap
         # their new tasks are given after import.
         self.overlap_at_import: dict[int, int] = {}
@@ -131,13 +131,12 @@ class LabelStudioClient:
             return function(*args, **kwargs)
         except httpx.TransportError as error:
             raise ServiceUnavailable(
-                f"Label Studio is not reachable at {self.settings.url} ({error}); "
-                "start it with `make labelstudio`"
+                f"Label Studio is not reachable at {self.api_url} ({error}); start it with `make labelstudio`"
             ) from None
         except ApiError as error:
             if error.status_code == 401:
                 raise UserError(
-                    f"Label Studio at {self.settings.url} refused the API token (401); "
+                    f"Label Studio at {self.api_url} refused the API token (401); "
                     "check LABEL_STUDIO_API_KEY in .env"
                 ) from None
             kind = ServiceUnavailable if (error.status_code or 0) >= 500 else UserError

@@ -157,9 +157,8 @@ class Server(Background):
     def start(self, timeout: float = START_TIMEOUT) -> str:
         """Start (or find running) and wait until /health answers; returns a line saying which."""
         if self.healthy():
-            if self.multiprocess:
-                self.start_settle_worker(self.environment(), timeout)
-            return f"Label Studio already running at {self.settings.url}"
+            note = self.start_settle_worker(self.environment(), timeout) if self.multiprocess else ""
+            return f"Label Studio already running at {self.settings.url}{note}"
         if not LABEL_STUDIO.exists():
             raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
         private_dir(self.data_dir.parent)
@@ -168,9 +167,8 @@ class Server(Background):
         if self.multiprocess:
             self.initialise(environment)
         self.wait_healthy(self.spawn(self.command(), environment), self.healthy, timeout)
-        if self.multiprocess:
-            self.start_settle_worker(environment, timeout)
-        return f"Label Studio started at {self.settings.url} (log: {self.log_file})"
+        note = self.start_settle_worker(environment, timeout) if self.multiprocess else ""
+        return f"Label Studio started at {self.settings.url} (log: {self.log_file}){note}"
 
     @property
     def multiprocess(self) -> bool:
@@ -184,14 +182,21 @@ class Server(Background):
         settings = dataclasses.replace(self.settings, url=f"http://127.0.0.1:{port}")
         return Background(settings, SETTLE_SERVER, "Label Studio's settle worker")
 
-    def start_settle_worker(self, environment: dict[str, str], timeout: float) -> None:
+    def start_settle_worker(self, environment: dict[str, str], timeout: float) -> str:
+        """Start the receiver's worker unless it runs. Returns "", or why it does not run: the receiver
+        then settles through the server itself, slower under load but complete."""
         worker = self.settle_worker()
+        if serves(worker):
+            return ""
+        fallback = "the vote receiver settles through the server"
         if _answers(f"{worker.settings.url}/health"):
-            return
+            return f"; port {worker.settings.port} answers for another server, so {fallback}"
         command = Server(worker.settings).command(workers=1)
-        worker.wait_healthy(
-            worker.spawn(command, environment), lambda: _answers(f"{worker.settings.url}/health"), timeout
-        )
+        try:
+            worker.wait_healthy(worker.spawn(command, environment), lambda: serves(worker), timeout)
+        except RuntimeError as error:
+            return f"; {error}, so {fallback}"
+        return ""
 
     def command(self, workers: int | None = None) -> list[str]:
         """Label Studio's own server; when multiprocess, its application under gunicorn with `workers`
@@ -248,8 +253,13 @@ def settle_url(settings: Settings) -> str:
     """Where the vote receiver sends its requests: Label Studio's settle worker where one answers, else
     the server itself (one process, or a server started without it)."""
     server = Server(settings)
-    worker = server.settle_worker().settings.url
-    return worker if server.multiprocess and _answers(f"{worker}/health") else settings.url
+    worker = server.settle_worker()
+    return worker.settings.url if server.multiprocess and serves(worker) else settings.url
+
+
+def serves(process: Background) -> bool:
+    """Our process, by its pid file, answers on its port (not another server that took the port)."""
+    return process.pid() is not None and _answers(f"{process.settings.url}/health")
 
 
 def connection_max_age() -> int:

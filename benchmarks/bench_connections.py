@@ -60,13 +60,14 @@ def timed(http: httpx.Client, path: str, requests: int) -> dict[str, float]:
 
 
 def alternated(http: httpx.Client, slashed: str, requests: int) -> dict[str, float]:
-    """Wall-clock milliseconds per request of `slashed` and of it without its slash, sent in turns so
-    that both see the same state of the machine."""
+    """Wall-clock milliseconds per request of `slashed` and of it without its slash, sent in turns (each
+    first every other time) so that both see the same state of the machine."""
     spent = {"slashed_ms": 0.0, "slashless_ms": 0.0}
     for _ in range(WARM_UP):
         http.get(slashed.rstrip("/")).raise_for_status()
-    for _ in range(requests):
-        for key, path in (("slashed_ms", slashed), ("slashless_ms", slashed.rstrip("/"))):
+    pair = [("slashed_ms", slashed), ("slashless_ms", slashed.rstrip("/"))]
+    for number in range(requests):
+        for key, path in pair if number % 2 else pair[::-1]:
             started = time.perf_counter()
             http.get(path).raise_for_status()
             spent[key] += time.perf_counter() - started

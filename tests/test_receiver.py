@@ -9,7 +9,9 @@ import dataclasses
 import json
 import secrets
 import subprocess
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -360,11 +362,14 @@ def test_slash_less_api_paths_are_routed_once_by_label_studios_own_url_table(tmp
         "/api/tasks/7/annotations": True,
         "/api/projects/3/next/": False,  # already slashed
         "/api/no-such-view": False,  # neither form is a view: left to Label Studio's 404
+        "/projects/3/data": False,  # pages outside the API are left to Label Studio
     }
     server = Server(Settings("http://127.0.0.1:1", "u", "p", "k", state_dir=tmp_path))
+    # Each path through the application, with Label Studio's own replaced by one that says what it got.
     program = (
         "import sys, json, knowref60k_labelstudio as app\n"
-        "print(json.dumps([app.resolves_only_with_slash(path) for path in sys.argv[1:]]))"
+        "app.label_studio_application = lambda environ, start: [environ['PATH_INFO']]\n"
+        "print(json.dumps([app.application({'PATH_INFO': p}, None)[0] for p in sys.argv[1:]]))"
     )
     done = subprocess.run(
         [str(LABEL_STUDIO.parent / "python"), "-c", program, *paths],
@@ -374,7 +379,35 @@ def test_slash_less_api_paths_are_routed_once_by_label_studios_own_url_table(tmp
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.splitlines()[-1]) == list(paths.values())
+    served = json.loads(done.stdout.splitlines()[-1])
+    assert served == [path + "/" if slashed else path for path, slashed in paths.items()]
+
+
+def test_a_port_taken_by_another_server_is_not_mistaken_for_the_receivers_worker(tmp_path: Path) -> None:
+    """Something else answering on the worker's port (another Label Studio) gets none of the receiver's
+    requests: it settles through the server itself, and the start line says why."""
+    settings = Settings(
+        f"http://127.0.0.1:{free_port()}", "u", "p", "k", state_dir=tmp_path, database="postgresql"
+    )
+    server = Server(settings)
+    other = ThreadingHTTPServer(("127.0.0.1", server.settle_worker().settings.port), AnswersHealth)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        note = server.start_settle_worker({}, timeout=5)
+        assert "answers for another server, so the vote receiver settles through the server" in note
+        assert settle_url(settings) == settings.url
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+class AnswersHealth(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 def project_list_answers(settings: Settings, requests: int) -> set[int]:
