@@ -345,8 +345,13 @@ def wait_for_log(settings: Settings) -> str:
     return log.read_text()
 
 
+def admin_http(settings: Settings) -> httpx.Client:
+    """A client of the server's API with the admin's token."""
+    return httpx.Client(base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"})
+
+
 def answers(settings: Settings, path: str) -> tuple[int, Any]:
-    with httpx.Client(base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"}) as http:
+    with admin_http(settings) as http:
         response = http.get(path)
     return response.status_code, response.json()
 
@@ -412,7 +417,7 @@ class AnswersHealth(BaseHTTPRequestHandler):
 
 def project_list_answers(settings: Settings, requests: int) -> set[int]:
     """The status codes of `requests` requests for the project list, one after another."""
-    with httpx.Client(base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"}) as http:
+    with admin_http(settings) as http:
         return {http.get("/api/projects/").status_code for _ in range(requests)}
 
 
