@@ -92,7 +92,7 @@ def submit_form(session: httpx.Client, settings: Settings, path: str, email: str
 
 def sign_up(settings: Settings, email: str, password: str) -> None:
     """Create a working annotator the way a person would (the API's users.create leaves the user
-    outside the organization and ignores the password: docs/decisions.md, section 2)."""
+    outside the organization and ignores the password: docs/decisions.md, "Label Studio")."""
     with httpx.Client(base_url=settings.url, timeout=60) as session:
         status = submit_form(session, settings, "/user/signup/", email, password)
     if status != 302:

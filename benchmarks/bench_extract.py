@@ -10,7 +10,7 @@ to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gol
 candidates are also judged by the Reddit gold set (data/eval): precision, yield, and that none is unjudged.
 The whole file is extracted a second time with the surface pre-filter off: the candidates must be the same;
 and, alternating with the timed runs, without the validity score stage (the score may add at most 10%) and
-with the rules' person detection, the default before issue 37 (the default may take at most 10% longer).
+with the rules' person detection (the default, the validity score, may take at most 10% longer).
 Memory is the processes' proportional set size (PSS: what the tree takes, shared pages split), with the
 resident size (RSS: shared pages counted in every process) beside it.
 """
@@ -47,12 +47,12 @@ from knowref60k.ingest.slicing import write_line_range
 from knowref60k.quality.gold import gold_metadata, load_gold, score_candidates
 from knowref60k.quality.scorer_data import UNSCORED_STAGES
 
-# The default person detection until issue 37 made the validity score the default.
+# The rules' person detection, the yardstick of the default's cost.
 RULES = ExtractConfig(person_detection="both")
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_INPUT = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
-# Issue 14: the 1M sample within about 4x of the one-core read floor, and under 1 GB apart from the window.
+# Targets: the 1M sample within about 4x of the one-core read floor, and under 1 GB apart from the window.
 TARGET_SECONDS = 15.0
 TARGET_RATE = 66_000
 TARGET_PEAK_BYTES = 1.5 * 1024**3
@@ -403,7 +403,7 @@ def report_comparisons(measured: Measured) -> None:
         f"{full.seconds / unscored.seconds:.3f}x the time"
     )
     console.print(
-        "the rules (person detection both, the default before issue 37; "
+        "the rules (person detection both; "
         f"best of {len(measured.rules_runs)}): {rules.describe()}; "
         f"the default {full.seconds / rules.seconds:.3f}x its time"
     )
@@ -421,12 +421,12 @@ def checks_of(measured: Measured) -> list[tuple[str, bool, str]]:
     checks = targets(measured.small, full, measured.small_base, measured.base)
     checks += [
         (
-            "the default (score) within 10% of the rules' time (issue 37)",
+            "the default (score) within 10% of the rules' time",
             full.seconds <= 1.10 * rules.seconds,
             f"{full.seconds / rules.seconds - 1:+.1%}",
         ),
         (
-            "the validity score adds at most 10% (issue 29)",
+            "the validity score adds at most 10%",
             full.seconds <= 1.10 * unscored.seconds,
             f"{full.seconds / unscored.seconds - 1:+.1%}",
         ),
@@ -479,7 +479,7 @@ def gold_check(source: Path, candidates: list[dict[str, object]]) -> dict[str, o
 
 
 def targets(small: Run, full: Run, small_base: Baseline, base: Baseline) -> list[tuple[str, bool, str]]:
-    """The issues' targets, on the memory the process tree takes (PSS; RSS, which counts every shared page
+    """The targets, on the memory the process tree takes (PSS; RSS, which counts every shared page
     once per process, alongside). The zstd decoder must keep a window of up to 2 GiB (window log 31), so
     its memory grows with the decompressed size until then; flatness is judged on the rest."""
     own_small = small.peak_pss_bytes - small_base.peak_pss_bytes

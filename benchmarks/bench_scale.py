@@ -34,7 +34,7 @@ from knowref60k.ingest.slicing import split_dump
 
 REPO = Path(__file__).resolve().parent.parent
 DUMP = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
-# Issue 14: 1 -> 2 Dask workers at least 1.8x, and 2 Dask workers at most 25% slower than in-process.
+# Targets: 1 -> 2 Dask workers at least 1.8x, and 2 Dask workers at most 25% slower than in-process.
 TARGET_SPEED_UP = 1.8
 TARGET_SLOWDOWN = 1.25
 console = make_console()

@@ -1,4 +1,4 @@
-"""Do screeners' answers teach the score? A measurement on the gold set (issue 37), by the same code the
+"""Do screeners' answers teach the score? A measurement on the gold set, by the same code the
 score's build uses (`knowref60k.quality.screening_examples`, `training.Supplement`).
 
     .venv/bin/python data/scorer/screening_demo.py [--source RC_sample_B.zst] [--accuracy 0.9]

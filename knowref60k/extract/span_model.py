@@ -37,8 +37,8 @@ def candidate_spans(row: Mapping[str, Any]) -> list[Span]:
     return [Span(row[f"{name}_start"], row[f"{name}_end"]) for name in names]
 
 
-# What marks each span in the encoder's input: both antecedents, then the pronoun (docs/measurements.md:
-# the encoder reads the marked sentence better than the plain one).
+# What marks each span in the encoder's input: both antecedents, then the pronoun (the encoder reads the
+# marked sentence better than the plain one: docs/decisions.md, "The validity score").
 MARKS = (("[", "]"), ("[", "]"), ("<", ">"))
 
 

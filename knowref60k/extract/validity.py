@@ -86,7 +86,8 @@ SENTENCE_FEATURES = (
     "connective_is_comma",
     "same_first_word",
     # People the entity recogniser finds outside both spans: the pronoun may refer to a third person
-    # (the most common error that passed; the other features tried for it are in docs/measurements.md).
+    # (the most common error that passed; the other features tried for it are in docs/decisions.md,
+    # "The validity score").
     "persons_elsewhere",
 )
 # What the pipeline's own contextual token vectors (spaCy's tok2vec, `doc.tensor`) say of each span:

@@ -14,7 +14,7 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.quality.gold import GoldItem, judge, score_gold
 
 PARTS = ("tune", "heldout")
-# The yardstick: the rules' person detection, the default until the validity score became it (issue 37).
+# The yardstick: the rules' person detection, which the validity score had to beat to be the default.
 RULES = "both"
 
 

@@ -22,7 +22,8 @@ from knowref60k.labelling.costs import plan, summed
 from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.quality.scorer_data import Example
 
-# Small trees, a slow rate and strong regularisation: a few thousand examples (docs/decisions.md, 6).
+# Small trees, a slow rate and strong regularisation: a few thousand examples overfit larger trees
+# (docs/decisions.md, "The validity score").
 PARAMETERS: dict[str, Any] = {
     "max_iter": 300,
     "learning_rate": 0.02,
