@@ -27,8 +27,9 @@ EVAL_VENV ?= .venv-eval
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
-# uv installs from the same lock files as pip, about ten times faster on a fresh machine (README,
-# "Prerequisites"); pip stays the fallback wherever uv cannot be installed or cannot reach an index.
+# uv installs from the same lock files as pip, about ten times faster on a fresh machine
+# (docs/data-engineers.md, "Prerequisites"); pip stays the fallback wherever uv cannot be installed
+# or cannot reach an index.
 UV := $(VENV)/bin/uv
 UV_VERSION ?= 0.13.9
 PIP := -m pip install -q --disable-pip-version-check
@@ -85,7 +86,7 @@ $(VENV)/.compiled: $(VENV)/.model $(VENV)/.encoder $(VENV)/.crowd
 	@$(call compile,$(VENV))
 	@touch $@
 
-# Label Studio's server pins packages Prefect cannot live with (docs/decisions.md, section 2): its own venv.
+# Label Studio's server pins packages Prefect cannot live with (docs/decisions.md, "Label Studio"): its own venv.
 $(LS_VENV)/.installed: requirements-labelstudio.lock | $(VENV)/.installed
 	@test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
 	@echo "set-up: installing requirements-labelstudio.lock into $(LS_VENV) (Label Studio's own environment)"
