@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 from functools import cache
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -174,3 +175,147 @@ def test_docs_link_to_files_that_exist() -> None:
         for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
             if not target.startswith("http"):
                 assert (path.parent / target).exists(), f"{path.name}: link to a missing {target}"
+
+
+# Prose that names files and sections: the front page, the docs, and the READMEs beside data and code.
+PROSE = [*DOCS, *sorted((REPO / "data").glob("**/README.md")), REPO / "annotation" / "README.md"]
+# Code whose comments and docstrings point readers to a section of a page.
+CODE_DIRS = ("knowref60k", "annotation", "flows", "data", "benchmarks")
+CODE_FILES = ("Makefile", "pyproject.toml", "config.example.toml")
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+LINK = re.compile(r"\]\(([^)\s#]*)#([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+# The one form the repository uses: `docs/decisions.md, "Label Studio"`; `FILE section "Heading"` and a
+# bare README are read too, so that they cannot point nowhere either.
+SECTION_REFERENCE = re.compile(
+    r"(?P<file>(?:[\w.-]+/)*[\w.-]+\.md|\bREADME\b)`?(?:,|\s+section)(?:\s|#)*(?:section\s+)?"
+    r"\"(?P<heading>[^\"\n]+)\""
+)
+# A section by number ("docs/decisions.md, section 2") points elsewhere once a section is added or moved.
+NUMBERED_REFERENCE = re.compile(r"(?:[\w.-]+/)*[\w.-]+\.md`?,(?:\s|#)*(?:section\s+)?\d")
+INLINE_CODE = re.compile(r"`([^`\n]+)`")
+EXTENSIONS = (".py", ".md", ".toml", ".lock", ".json", ".jsonl", ".parquet", ".tsv", ".txt", ".xml", ".html")
+# Outputs, environments, released versions and placeholders are not files of the repository.
+NOT_REPOSITORY = re.compile(r"^(output/|\.venv|data/releases/)|[*<>{}]|\.\.\.|YYYY|NNN|(^|/)N(/|$)")
+
+
+def without_code_blocks(text: str) -> str:
+    return FENCE.sub("", text)
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+    return re.sub(r"[^\w\- ]|_", "", text).replace(" ", "-")
+
+
+@cache
+def headings(path: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """The headings of a Markdown page, lower-cased without formatting, and their anchors, repeated ones
+    numbered as GitHub numbers them (-1, -2, ...)."""
+    texts = [h for h in HEADING.findall(without_code_blocks(path.read_text(encoding="utf-8")))]
+    anchors: set[str] = set()
+    for text in texts:
+        base, n = slug(text), 0
+        while (anchor := base if n == 0 else f"{base}-{n}") in anchors:
+            n += 1
+        anchors.add(anchor)
+    return frozenset(re.sub(r"[`*]", "", t).strip().lower() for t in texts), frozenset(anchors)
+
+
+def code_files() -> list[Path]:
+    found = [REPO / name for name in CODE_FILES] + sorted(REPO.glob("*.lock"))
+    for folder in CODE_DIRS:
+        found += sorted(p for p in (REPO / folder).rglob("*.py") if "__pycache__" not in p.parts)
+    return found
+
+
+def bad_section_references(path: Path, root: Path = REPO) -> list[str]:
+    """Section references that name a missing page or heading, or a section by its number. The page is
+    looked for beside the file that names it, then from the repository's root."""
+    text = path.read_text(encoding="utf-8")
+    problems = [
+        f"{m.group(0)!r}: a numbered section; name its heading" for m in NUMBERED_REFERENCE.finditer(text)
+    ]
+    for match in SECTION_REFERENCE.finditer(text):
+        name = "README.md" if match.group("file") == "README" else match.group("file")
+        page = path.parent / name if (path.parent / name).is_file() else root / name
+        wanted = re.sub(r"\s+", " ", match.group("heading")).strip().lower()
+        if not page.is_file() or wanted not in headings(page)[0]:
+            problems.append(f"{match.group(0)!r}: no such page or heading")
+    return [f"{path.relative_to(root)}: {problem}" for problem in problems]
+
+
+def bad_anchors(path: Path, root: Path = REPO) -> list[str]:
+    problems = []
+    for target, anchor in LINK.findall(without_code_blocks(path.read_text(encoding="utf-8"))):
+        page = path.parent / target if target else path
+        if target.startswith("http") or page.suffix != ".md":
+            continue
+        if not page.is_file() or anchor not in headings(page)[1]:
+            problems.append(
+                f"{path.relative_to(root)}: a link to {target or path.name}#{anchor}: no such heading"
+            )
+    return problems
+
+
+def repository_paths(text: str, root: Path = REPO) -> list[str]:
+    """What a page writes in backticks that is a path inside the repository: it starts with one of the
+    repository's top-level names, and has a folder or a known extension."""
+    top = {p.name for p in root.iterdir() if not p.name.startswith(".")}
+    found = []
+    for code in INLINE_CODE.findall(without_code_blocks(text)):
+        candidate = code.strip().split("::")[0].rstrip("/")
+        if " " in candidate or NOT_REPOSITORY.search(candidate):
+            continue
+        if "/" not in candidate and not candidate.endswith(EXTENSIONS) and candidate != "Makefile":
+            continue
+        if candidate.split("/")[0] in top:
+            found.append(candidate)
+    return found
+
+
+def test_every_link_to_a_section_finds_its_heading() -> None:
+    problems = [problem for path in PROSE for problem in bad_anchors(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    problems = [
+        f"{path.relative_to(REPO)}: `{name}` does not exist"
+        for path in PROSE
+        for name in repository_paths(path.read_text(encoding="utf-8"))
+        if not (REPO / name).exists()
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_section_reference_names_a_heading_of_its_page() -> None:
+    problems = [problem for path in [*PROSE, *code_files()] for problem in bad_section_references(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_checks_catch_a_bad_anchor_path_and_section(tmp_path: Path) -> None:
+    """Each check fails on a planted mistake, so that passing means something."""
+    (tmp_path / "knowref60k").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "decisions.md").write_text("# Decisions\n\n## Label Studio\n", encoding="utf-8")
+    page = tmp_path / "README.md"
+    page.write_text(
+        "# Real heading\n\nSee [here](#real-heading), [there](docs/decisions.md#label-studio) and "
+        "[nowhere](#no-such-heading).\n\n"
+        "Files: `knowref60k/no_such_module.py`, `output/run/x.parquet`, `docs/decisions.md`.\n\n"
+        'Code says: docs/decisions.md, "No such section"; docs/decisions.md, "Label Studio".\n'
+        "And docs/decisions.md, section 2.\n",
+        encoding="utf-8",
+    )
+    assert bad_anchors(page, tmp_path) == ["README.md: a link to README.md#no-such-heading: no such heading"]
+    assert repository_paths(page.read_text(), tmp_path) == [
+        "knowref60k/no_such_module.py",
+        "docs/decisions.md",
+    ]
+    problems = bad_section_references(page, tmp_path)
+    assert len(problems) == 2, problems
+    assert "numbered" in problems[0] and "No such section" in problems[1], problems
+    assert slug("Fixes to the reference code's known bugs") == "fixes-to-the-reference-codes-known-bugs"
+    assert slug("`*.candidates.parquet`") == "candidatesparquet"
