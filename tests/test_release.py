@@ -696,3 +696,23 @@ def test_items_without_a_thread_are_counted_as_placed_by_their_own_id() -> None:
 
     rows = {"train": [{"link_id": None}, {"link_id": "t3_a"}, {"link_id": ""}], "test": [{"link_id": "t3_b"}]}
     assert grouped_by(rows) == {"thread": 2, "item": 2}
+
+
+def test_the_card_says_how_candidates_were_found_from_the_recorded_person_detection(tmp_path: Path) -> None:
+    from knowref60k.release.card import candidates_found
+
+    expected = {
+        "score": "- Candidates are every pair of names before the connective, ranked by a learned validity",
+        "both": "- Candidates are found by rules on a small spaCy model (person detection `both`)",
+    }
+    for mode, sentence in expected.items():
+        run = synthetic_run(tmp_path / mode, {"t3_a": 1})
+        stats = run / "candidates" / "RC_2099-01.stats.json"
+        report = orjson.loads(stats.read_bytes())
+        stats.write_bytes(orjson.dumps({**report, "config": {"person_detection": mode}}))
+        release = build_release(run, run / "votes.parquet", "v1", tmp_path / mode / "releases")
+        card = (release.path / "README.md").read_text()
+        assert sentence in card and f"person detection `{mode}`" in card, card
+        assert (mode == "score") == ("ranked by a learned validity score" in card)
+    assert candidates_found("both, score").startswith("Candidates are found partly by rules")
+    assert "did not record" in candidates_found("?")

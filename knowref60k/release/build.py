@@ -339,7 +339,9 @@ def _write_contents(
         files.append("overlap.png")
     counts = {name: len(split_rows) for name, split_rows in rows.items()}
     simulated = sum(bool(v["simulated"]) for v in inputs.votes)
-    return CardFacts(files, counts, funnel, simulated, grouped_by(rows), overlap, aflite)
+    return CardFacts(
+        files, counts, funnel, simulated, grouped_by(rows), inputs.person_detection, overlap, aflite
+    )
 
 
 def _write_card_and_manifest(

@@ -48,6 +48,9 @@ class CardFacts:
     funnel: list[tuple[str, int]]
     simulated_votes: int
     grouping: dict[str, int]
+    # The person detection the extraction reports record ("score", a rule, or several joined by ", "):
+    # the card says how the candidates were found from it, not from the default.
+    person_detection: str
     overlap: dict[str, Any] | None = None
     aflite: dict[str, Any] | None = None
 
@@ -115,10 +118,30 @@ def render_card(
         alpha=alpha_text(labelled.report.summary()["krippendorff_alpha"]),
         summary=labelled.summary(),
         screening=labelled.screening_counts(),
+        candidates_found=candidates_found(facts.person_detection),
         overlap_section=_overlap_section(facts.overlap) if facts.overlap else "",
         aflite_section=_aflite_section(facts.aflite) if facts.aflite else "",
     )
     return "---\n" + (warning if facts.simulated_votes else "") + header + "---\n" + body
+
+
+def candidates_found(person_detection: str) -> str:
+    """How the candidates of a release were found, for its Limitations: ranked by the learned validity
+    score (`score`, the default), found by the rules (`both`, `names`, `ner`), or both when the release
+    mixes extractions made with each."""
+    modes = {mode.strip() for mode in person_detection.split(",") if mode.strip()}
+    shown = f"person detection `{person_detection}`"
+    score = (
+        "every pair of names before the connective, ranked by a learned validity score over a small "
+        "spaCy model's analysis and a fine-tuned sentence encoder"
+    )
+    if modes == {"score"}:
+        return f"Candidates are {score} ({shown})"
+    if modes and "score" not in modes and "?" not in modes:
+        return f"Candidates are found by rules on a small spaCy model ({shown})"
+    if "score" in modes and "?" not in modes:
+        return f"Candidates are found partly by rules on a small spaCy model and partly as {score} ({shown})"
+    return "Candidates are found on a small spaCy model (the extraction did not record its person detection)"
 
 
 def _overlap_section(overlap: Mapping[str, Any]) -> str:
