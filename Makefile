@@ -22,7 +22,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 LS_VENV ?= .venv-labelstudio
 EVAL_VENV ?= .venv-eval
 
-.PHONY: help setup model run test lint unit eval bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium postgresql bench-annotation bench-debias demo serve setup-eval
+.PHONY: help setup model run test lint unit eval rebuild-check bench bench-overlap clean labelstudio labelstudio-stop demo-stop chromium postgresql bench-annotation bench-debias demo serve setup-eval
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -139,6 +139,9 @@ postgresql: ## Debian's PostgreSQL server for Label Studio (apt-get when missing
 
 test: setup $(EVAL_VENV)/.installed $(LS_VENV)/.installed chromium postgresql lint ## Lint plus the whole test suite
 	$(VENV)/bin/pytest -q
+
+rebuild-check: setup $(EVAL_VENV)/.installed ## Rebuild the fine-tuned encoder and the learning curve on the whole gold set and compare (about an hour; the suite checks a slice)
+	$(VENV)/bin/pytest -q --rebuild
 
 eval: setup ## Recall against the KnowRef (2019) reference sentences
 	$(VENV)/bin/knowref60k eval --out output/eval

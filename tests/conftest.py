@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,6 +30,12 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 # The default 20 s is not always enough for the ephemeral server on a busy 2-core CI machine.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# One cache folder per test run (knowref60k.core.cache), shared by its workers and the processes they
+# start, and removed at its end: every run computes what it caches once, none reads an earlier run's.
+if "KNOWREF60K_TEST_CACHE" not in os.environ:
+    os.environ["KNOWREF60K_TEST_CACHE"] = tempfile.mkdtemp(prefix="knowref60k-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["KNOWREF60K_TEST_CACHE"], ignore_errors=True)
+os.environ["XDG_CACHE_HOME"] = os.environ["KNOWREF60K_TEST_CACHE"]
 
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -55,7 +64,29 @@ def shared_file(relative: str) -> Path:
     return path
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--rebuild",
+        action="store_true",
+        help="run only the full rebuilds of the trained models (`make rebuild-check`), which the suite "
+        "leaves out: it checks each rebuild on a slice",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_integration_marks(items)
+    rebuild = bool(config.getoption("--rebuild"))
+    chosen = [item for item in items if (item.get_closest_marker("rebuild") is not None) == rebuild]
+    left_out = [item for item in items if item not in chosen]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = chosen
+    for item in chosen if rebuild else ():
+        # A full rebuild takes up to an hour on a slow machine: the limit only stops a hang.
+        item.add_marker(pytest.mark.timeout(4 * 3600))
+
+
+def check_integration_marks(items: list[pytest.Item]) -> None:
     unmarked = [
         item.nodeid
         for item in items

@@ -141,13 +141,15 @@ EVAL_PYTHON = REPO / ".venv-eval" / "bin" / "python"
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def in_eval_environment(*arguments: str, home: Path) -> str:
-    """Run `.venv-eval/bin/python ARGUMENTS` offline; its standard output."""
+def in_eval_environment(*arguments: str, home: Path, timeout: float | None = 600) -> str:
+    """Run `.venv-eval/bin/python ARGUMENTS` offline, with the test run's cache folder; its standard
+    output. The timeout only stops a hang: a full rebuild passes None."""
     if not EVAL_PYTHON.is_file():
         missing_prerequisite("the model-evaluation environment is missing: `make setup-eval`")
     env = {**OFFLINE, "PATH": os.environ["PATH"], "HOME": str(home)}
+    env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
     result = subprocess.run(
-        [str(EVAL_PYTHON), *arguments], cwd=REPO, capture_output=True, text=True, env=env, timeout=600
+        [str(EVAL_PYTHON), *arguments], cwd=REPO, capture_output=True, text=True, env=env, timeout=timeout
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout

@@ -21,7 +21,7 @@ import pytest
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA
-from knowref60k.core.paths import SPAN_ADAPTER, VALIDITY_MODEL
+from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD, SPAN_SLICE_CHECK, VALIDITY_MODEL
 from knowref60k.core.records import Span
 from knowref60k.extract.validity import BASE_FEATURES, CONTEXT_DIMENSIONS, FEATURES, TreeEnsemble
 from knowref60k.prepare.preparer import Preparer
@@ -339,6 +339,30 @@ def test_the_build_takes_screening_examples_weighted_and_rebuilds_the_same_model
 
 
 @pytest.mark.integration
+def test_the_fine_tuning_script_rebuilds_the_slice_check_it_shipped(tmp_path: Path) -> None:
+    """`finetune.py --slice-only`: the whole fit's code on the first tuning items, its adapters scored by
+    extraction's numpy encoder on the first held-back items, as the shipped `span_slice_check.json`
+    (written by the same run as the shipped adapters) records them; `make rebuild-check` compares the
+    whole fit with the shipped adapters."""
+    from safetensors.numpy import load_file
+
+    in_eval_environment("data/scorer/finetune.py", "--slice-only", "--out-dir", str(tmp_path), home=tmp_path)
+    rebuilt = orjson.loads((tmp_path / SPAN_SLICE_CHECK.name).read_bytes())
+    shipped = orjson.loads(SPAN_SLICE_CHECK.read_bytes())
+    assert (
+        rebuilt["training"] == shipped["training"] == orjson.loads(SPAN_OUT_OF_FOLD.read_bytes())["training"]
+    )
+    assert rebuilt["slice"] == shipped["slice"] and rebuilt["slice"]["tuning_examples"] >= 100
+    assert rebuilt["scores"].keys() == shipped["scores"].keys() and len(shipped["scores"]) >= 100
+    difference = np.array([rebuilt["scores"][key] - shipped["scores"][key] for key in shipped["scores"]])
+    assert np.abs(difference).max() < SCORE_TOLERANCE
+    shapes = {name: value.shape for name, value in load_file(str(SPAN_ADAPTER)).items()}
+    sliced = load_file(str(tmp_path / "span_adapter_slice.safetensors"))
+    assert {name: value.shape for name, value in sliced.items()} == shapes
+
+
+@pytest.mark.rebuild
+@pytest.mark.integration
 def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones(tmp_path: Path) -> None:
     """The final fit of `finetune.py` (its five folds' out-of-fold scores take four times as long and run
     the same code), compared by the scores on the held-back gold candidates."""
@@ -349,7 +373,8 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
     from knowref60k.quality.gold import load_gold
     from knowref60k.quality.scorer_data import examples
 
-    in_eval_environment("data/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path), home=tmp_path)
+    command = ("data/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path))
+    in_eval_environment(*command, home=tmp_path, timeout=None)
     rebuilt = tmp_path / SPAN_ADAPTER.name
     shapes = {name: value.shape for name, value in load_file(str(SPAN_ADAPTER)).items()}
     assert {name: value.shape for name, value in load_file(str(rebuilt)).items()} == shapes
@@ -386,10 +411,16 @@ def test_the_score_ranks_the_held_back_gold_candidates() -> None:
     assert valid[kept].mean() >= valid.mean() + 0.08
 
 
-@pytest.mark.integration
-def test_the_learning_curve_starts_from_the_shipped_scores_and_drops_with_less_data(tmp_path: Path) -> None:
-    """`learning_curve.py`: its whole-data row is the shipped model's out-of-fold quality (what `make eval`
-    reports for the tuning part), and training each fold on a tenth of its comments ranks worse."""
+def learning_curve(out: Path, *arguments: str, timeout: float | None = 600) -> dict[str, Any]:
+    in_eval_environment(
+        "data/scorer/learning_curve.py", *arguments, "--out", str(out), home=out.parent, timeout=timeout
+    )
+    curve: dict[str, Any] = orjson.loads(out.read_bytes())
+    return curve
+
+
+def shipped_tuning_average_precision() -> float:
+    """The shipped model's out-of-fold average precision on the tuning part (what `make eval` reports)."""
     from sklearn.metrics import average_precision_score
 
     from knowref60k.extract.nlp import resolve_model_name
@@ -397,15 +428,45 @@ def test_the_learning_curve_starts_from_the_shipped_scores_and_drops_with_less_d
     from knowref60k.quality.scorer_data import examples
     from knowref60k.quality.training import combined, out_of_fold, span_out_of_fold
 
-    out = tmp_path / "curve.json"
-    in_eval_environment("data/scorer/learning_curve.py", "--shares", "0.1", "--out", str(out), home=tmp_path)
-    curve = orjson.loads(out.read_bytes())
     model_name = resolve_model_name(None)
     tune = [e for e in examples(load_gold(), model_name) if e.item.split == "tune"]
     scores = combined(tune, out_of_fold(tune), span_out_of_fold(model_name))
-    shipped = average_precision_score([e.valid for e in tune], scores)
+    return float(average_precision_score([e.valid for e in tune], scores))
+
+
+def check_drops_with_less_data(curve: dict[str, Any]) -> None:
     assert sorted(curve) == ["0.1", "1.0"]
-    assert curve["1.0"]["average_precision_score"] == pytest.approx(shipped, abs=1e-4)
     for half in ("trees", "encoder", "score"):
         assert curve["0.1"][f"average_precision_{half}"] < curve["1.0"][f"average_precision_{half}"]
     assert curve["0.1"]["precision_at_rules_yield"] <= curve["1.0"]["precision_at_rules_yield"]
+
+
+@pytest.mark.integration
+def test_the_learning_curve_starts_from_the_shipped_scores(tmp_path: Path) -> None:
+    """`learning_curve.py`: its whole-data row is the shipped model's out-of-fold quality."""
+    curve = learning_curve(tmp_path / "curve.json", "--shares", "1.0")
+    assert sorted(curve) == ["1.0"]
+    assert curve["1.0"]["average_precision_score"] == pytest.approx(
+        shipped_tuning_average_precision(), abs=1e-4
+    )
+
+
+@pytest.mark.integration
+def test_the_learning_curve_drops_with_less_data_on_a_slice(tmp_path: Path) -> None:
+    """Training each fold on a tenth of its comments ranks worse, on the first 2,000 tuning items (the
+    whole tuning part: `make rebuild-check`)."""
+    check_drops_with_less_data(
+        learning_curve(tmp_path / "curve.json", "--shares", "0.1", "--tuning-items", "2000")
+    )
+
+
+@pytest.mark.rebuild
+@pytest.mark.integration
+def test_the_learning_curve_starts_from_the_shipped_scores_and_drops_with_less_data(tmp_path: Path) -> None:
+    """`learning_curve.py` on the whole tuning part: its whole-data row is the shipped model's out-of-fold
+    quality, and training each fold on a tenth of its comments ranks worse."""
+    curve = learning_curve(tmp_path / "curve.json", "--shares", "0.1", timeout=None)
+    assert curve["1.0"]["average_precision_score"] == pytest.approx(
+        shipped_tuning_average_precision(), abs=1e-4
+    )
+    check_drops_with_less_data(curve)

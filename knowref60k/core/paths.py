@@ -16,3 +16,11 @@ VALIDITY_MODEL = SCORER_DIR / "validity_model.json"
 # The fine-tuned encoder's low-rank adapters and head (data/scorer/finetune.py), and its out-of-fold scores.
 SPAN_ADAPTER = SCORER_DIR / "span_adapter.safetensors"
 SPAN_OUT_OF_FOLD = SCORER_DIR / "span_out_of_fold.json"
+# The same fit on a slice of the tuning part, scored on a slice of the held-back part: a quick rebuild check.
+SPAN_SLICE_CHECK = SCORER_DIR / "span_slice_check.json"
+
+
+def cache_folder() -> Path:
+    """The user's cache folder (`$XDG_CACHE_HOME/knowref60k`): what is slow to compute and safe to
+    compute again, each entry named by a hash of everything it depends on."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "knowref60k"

@@ -14,8 +14,9 @@ PACKAGE = "knowref60k"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
-# The data files rules and models read; scripts and READMEs beside them change no output.
-DATA_SUFFIXES = frozenset({".tsv", ".txt", ".json"})
+# The data files rules and models read (the encoder's adapters too); scripts and READMEs beside them
+# change no output.
+DATA_SUFFIXES = frozenset({".tsv", ".txt", ".json", ".safetensors"})
 
 
 def code_fingerprint(*modules: str, root: Path | None = None) -> str:

