@@ -28,6 +28,7 @@ from knowref60k.extract.extractor import BOTS_DIR
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.extract.stages.connectives import ConnectiveFinder
+from knowref60k.extract.stages.validity import ValidityScore
 from knowref60k.ingest.readers import LineChunk
 
 _DETOKENIZE_RULES = [
@@ -72,6 +73,14 @@ def extract_sentences(
     result = CandidateExtractor(config, model_name, stages).process(source, "text", LineChunk(1, data))
     write_cached(path.with_suffix(".json"), _result_to_cache(result))
     return result
+
+
+def stages_for(config: ExtractConfig) -> tuple[StageClass, ...]:
+    """The stages whose results the evaluation reads: under the rules' person detection every candidate
+    counts whatever its validity score, so the score (a third of the extraction's time) is left out."""
+    if config.person_detection == "score":
+        return STAGES
+    return tuple(stage for stage in STAGES if stage is not ValidityScore)
 
 
 def _extraction_key(
@@ -228,7 +237,8 @@ def evaluate(
     model's: what `prepare` passes on; no threshold for the rules)."""
     if threshold is None:
         threshold = operating_point("threshold") if config.person_detection == "score" else 0.0
-    result = extract_sentences("knowref2019", [item.sentence for item in items], config, model_name)
+    sentences = [item.sentence for item in items]
+    result = extract_sentences("knowref2019", sentences, config, model_name, stages_for(config))
     rows = {row["line_number"]: row for row in result.rows}
     finder = ConnectiveFinder(ExtractConfig().connectives)
     scores = {name: SubsetScore() for name in SUBSETS}

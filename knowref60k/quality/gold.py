@@ -226,11 +226,12 @@ def score_gold(
     """Extraction on the gold sentences (one per line): precision and recall per part, and the yield of
     correct candidates per million comments of the source the pool came from. Recall counts the valid
     items in reach of the configuration's structure: those its pool (the loose rule) admits."""
-    from knowref60k.quality.evaluation import extract_sentences
+    from knowref60k.quality.evaluation import extract_sentences, stages_for
     from knowref60k.quality.pool import POOL_STAGES
 
     sentences = [item.sentence for item in items]
-    rows = {row["line_number"]: row for row in extract_sentences("gold", sentences, config, model_name).rows}
+    result = extract_sentences("gold", sentences, config, model_name, stages_for(config))
+    rows = {row["line_number"]: row for row in result.rows}
     pooled = extract_sentences("gold", sentences, config, model_name, POOL_STAGES).rows
     in_reach = {row["line_number"] for row in pooled}
     scores = {split: GoldScore() for split in ("all", *SPLITS)}
