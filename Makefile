@@ -118,8 +118,14 @@ lint: setup ## ruff check, ruff format --check, mypy
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist); tests that share an expensive session fixture
+# (a Label Studio template, the evaluation) are built once per run by whichever worker asks first
+# (tests/conftest.py, once_per_run); a module's tests stay on one worker (its module fixtures).
+TEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
+
 unit: setup ## Only the fast unit tests
-	$(VENV)/bin/pytest -q -m "not integration"
+	$(PYTEST) -m "not integration"
 
 chromium: ## Debian's Chromium for the browser test (apt-get when missing; a failure stops `make test` in CI)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
@@ -137,8 +143,8 @@ postgresql: ## Debian's PostgreSQL server for Label Studio (apt-get when missing
 		{ echo "postgresql could not be installed (apt-get install postgresql, as root)" >&2; \
 		  [ "$$CI" != true ] && echo "outside CI the PostgreSQL test will be skipped" >&2; }
 
-test: setup $(EVAL_VENV)/.installed $(LS_VENV)/.installed chromium postgresql lint ## Lint plus the whole test suite
-	$(VENV)/bin/pytest -q
+test: setup $(EVAL_VENV)/.installed $(LS_VENV)/.installed chromium postgresql lint ## Lint plus the whole test suite (the 20 slowest tests listed at the end)
+	$(PYTEST) --durations=20
 
 rebuild-check: setup $(EVAL_VENV)/.installed ## Rebuild the fine-tuned encoder and the learning curve on the whole gold set and compare (about an hour; the suite checks a slice)
 	$(VENV)/bin/pytest -q --rebuild

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import fcntl
 import os
 import shutil
 import tempfile
@@ -24,8 +26,13 @@ from knowref60k.ingest.slicing import write_line_range
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 REDDIT = SHARED / "data" / "reddit"
-# Prefect reads these when it is first imported: keep its state inside the repo, and quiet.
+# Prefect reads these when it is first imported: keep its state inside the repo, and quiet. Each worker
+# of a parallel run (pytest-xdist) has a folder of its own: one Prefect database is not shared by two
+# ephemeral servers.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 os.environ.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
+if WORKER:
+    os.environ["PREFECT_HOME"] = str(Path(os.environ["PREFECT_HOME"]) / f"tests-{WORKER}")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 # The default 20 s is not always enough for the ephemeral server on a busy 2-core CI machine.
@@ -41,7 +48,9 @@ os.environ["XDG_CACHE_HOME"] = os.environ["KNOWREF60K_TEST_CACHE"]
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # Tests that use these need a spaCy pipeline, ../shared or a server: they must be marked integration.
 # (A test's fixture names include those its fixtures use: `label_studio` brings the template along.)
-HEAVY_FIXTURES = frozenset({"extractor", "reddit_slice", "label_studio_template", "pipeline_run"})
+HEAVY_FIXTURES = frozenset(
+    {"extractor", "reddit_slice", "label_studio_template", "pipeline_run", "evaluation"}
+)
 _unit_test_running = False
 
 
@@ -152,6 +161,43 @@ def extractor() -> CandidateExtractor:
     return CandidateExtractor(config, resolve_model_name(config.model))
 
 
+def once_per_run(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder that `build` fills once per test run, by whichever worker of a parallel run asks first;
+    the others wait for it (a lock) and read it. A build that fails leaves nothing, so the next asks again."""
+    root = factory.getbasetemp().parent if WORKER else factory.getbasetemp()
+    folder = root / name
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def evaluation(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`knowref60k eval` (what `make eval` runs) once per test run: its eval.json, read by the tests of
+    the recall and person-detection tables, the README's headline numbers and the gold set's figures."""
+    import orjson
+
+    items = shared_file("data/knowref2019/knowref2019_reddit_items.json")
+
+    def run_eval(out: Path) -> None:
+        from typer.testing import CliRunner
+
+        from knowref60k.cli.app import app
+
+        result = CliRunner().invoke(app, ["eval", "--items", str(items), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+
+    payload: dict[str, Any] = orjson.loads(
+        (once_per_run(tmp_path_factory, "eval", run_eval) / "eval.json").read_bytes()
+    )
+    return payload
+
+
 @pytest.fixture(scope="session")
 def reddit_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """30,000 real comments from 2015-2019 (RC_sample_1M.zst): enough to yield candidates."""
@@ -208,33 +254,39 @@ def label_studio(label_studio_server: Server) -> Settings:
 
 @pytest.fixture(scope="session")
 def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
-    """A stopped Label Studio whose database is migrated and has its admin: the first start takes about
-    two minutes, a copy of its data starts in seconds."""
-    import secrets
+    """A stopped Label Studio whose database is migrated and has its admin, made once per test run: the
+    first start takes about two minutes, a copy of its data starts in seconds."""
+    import orjson
 
     from annotation.server import LABEL_STUDIO
 
     if not LABEL_STUDIO.exists():
         missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
-    settings = Settings(
-        url=f"http://127.0.0.1:{free_port()}",
-        username="admin@knowref60k.test",
-        password=secrets.token_urlsafe(12),
-        api_key=secrets.token_hex(20),
-        project="knowref60k test",
-        state_dir=tmp_path_factory.mktemp("labelstudio-template"),
-    )
-    template = Server(settings)
-    template.start()
-    template.stop()
-    return template
+
+    def migrate(state_dir: Path) -> None:
+        import secrets
+
+        settings = Settings(
+            url=f"http://127.0.0.1:{free_port()}",
+            username="admin@knowref60k.test",
+            password=secrets.token_urlsafe(12),
+            api_key=secrets.token_hex(20),
+            project="knowref60k test",
+            state_dir=state_dir,
+        )
+        template = Server(settings)
+        template.start()
+        template.stop()
+        fields = {**dataclasses.asdict(settings), "state_dir": str(state_dir)}
+        (state_dir / "template-settings.json").write_bytes(orjson.dumps(fields))
+
+    state_dir = once_per_run(tmp_path_factory, "labelstudio-template", migrate)
+    fields = orjson.loads((state_dir / "template-settings.json").read_bytes())
+    return Server(Settings(**{**fields, "state_dir": Path(fields["state_dir"])}))
 
 
 def server_from_template(template: Server, state_dir: Path) -> Server:
     """A server of its own (a copy of the template's data, a free port): tests that stop it touch no other."""
-    import dataclasses
-    import shutil
-
     settings = dataclasses.replace(
         template.settings, url=f"http://127.0.0.1:{free_port()}", state_dir=state_dir
     )

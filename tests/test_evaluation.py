@@ -3,7 +3,6 @@ docs/measurements.md and the README's headline numbers against a fresh measureme
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import re
 from pathlib import Path
@@ -27,13 +26,12 @@ from knowref60k.quality.evaluation import (
     _outcome,
     count_connectives,
     detokenize,
-    evaluate,
     evaluate_modes,
     load_reference,
     reference_item,
     reference_part,
 )
-from tests.conftest import REPO, shared_file
+from tests.conftest import REPO
 
 GOOD = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
 GOOD_TOKENS = "Roderick is painting a portrait of Madeline , but every pose exhausts her ."
@@ -364,34 +362,22 @@ def percent(cell: str) -> float:
     return float(match.group(1)) / 100
 
 
-@pytest.fixture(scope="module")
-def reference() -> list[ReferenceItem]:
-    return load_reference(shared_file(ITEMS))
+def model_name() -> str:
+    return resolve_model_name(load_config(None, model=None).model)
 
 
 @pytest.fixture(scope="module")
-def recall(reference: list[ReferenceItem]) -> tuple[str, list[dict[str, Any]]]:
+def recall(evaluation: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     """`make eval`'s first table: the config and model as the CLI resolves them, 1 and 2 connectives."""
-    settings = load_config(None, model=None)
-    model_name = resolve_model_name(settings.model)
-    modes = [{"max_connectives": 1}, {"max_connectives": 2}]
-    return model_name, evaluate_modes(reference, settings, model_name, modes)
+    return model_name(), evaluation["modes"][:2]
 
 
 @pytest.fixture(scope="module")
-def ablation(reference: list[ReferenceItem]) -> tuple[str, dict[tuple[str, str], dict[str, Any]]]:
+def ablation(evaluation: dict[str, Any]) -> tuple[str, dict[tuple[str, str], dict[str, Any]]]:
     """`make eval`'s last table: every antecedent rule x rule-based person detection mode, on all 5,220
     items (the score mode is measured with its threshold in the recall table)."""
-    settings = load_config(None, model=None)
-    model_name = resolve_model_name(settings.model)
-    modes = [
-        {"person_detection": detection, "antecedent_rule": rule}
-        for rule in ANTECEDENT_RULES
-        for detection in PERSON_DETECTION_MODES
-        if detection != "score"
-    ]
-    results = evaluate_modes(reference, settings, model_name, modes)
-    return model_name, {(r["antecedent_rule"], r["person_detection"]): r for r in results}
+    results = evaluation["person_detection"]
+    return model_name(), {(r["antecedent_rule"], r["person_detection"]): r for r in results}
 
 
 @pytest.mark.integration
@@ -474,23 +460,19 @@ def test_person_detection_modes_match_the_readme_table(
 
 @pytest.mark.integration
 def test_the_readme_headline_numbers_are_a_fresh_measurement(
-    reference: list[ReferenceItem], recall: tuple[str, list[dict[str, Any]]]
+    evaluation: dict[str, Any], recall: tuple[str, list[dict[str, Any]]]
 ) -> None:
-    """Every row of the README's headline table, recomputed as `make eval` computes it: the default (the
-    validity score, at its threshold) and the rules it replaced (person detection `both`)."""
-    from knowref60k.cli.evaluate import score_report
-    from knowref60k.quality.gold import gold_metadata, load_gold, score_gold
+    """Every row of the README's headline table, as `make eval` computes it: the default (the validity
+    score, at its threshold) and the rules it replaced (person detection `both`)."""
     from knowref60k.quality.score_eval import RULES
 
     model_name, (default, _) = recall
     if model_name != README_MODEL:
         pytest.skip(f"the documented numbers are for {README_MODEL}, this run uses {model_name}")
-    rules = dataclasses.replace(load_config(None, model=None), person_detection=RULES)
-    by_rules = evaluate(reference, rules, model_name)["subsets"]["single_connective"]
-    gold_items, comments = load_gold(), gold_metadata()["source_comments"]
-    gold = score_gold(gold_items, rules, model_name, comments)
-    threshold = float(orjson.loads(VALIDITY_MODEL.read_bytes())["threshold"])
-    held_back = score_report(gold_items, rules, model_name, comments, threshold)["heldout"]
+    rules = evaluation["modes"][2]
+    assert (rules["person_detection"], rules["max_connectives"]) == (RULES, 1)
+    by_rules = rules["subsets"]["single_connective"]
+    gold, held_back = evaluation["reddit_gold"], evaluation["score"]["heldout"]
     parts = gold["parts"]
     expected = {
         "KnowRef (2019) single-connective recall, default (validity score)": (

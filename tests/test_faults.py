@@ -383,10 +383,11 @@ def start_extraction(dump: Path, out: Path) -> subprocess.Popen[str]:
 
 
 def stopped_cleanly(process: subprocess.Popen[str], out: Path) -> str:
-    """The process's output once it and every process it started have gone, within a minute."""
+    """The process's output once it and every process it started have gone (the bounds only stop a
+    hang)."""
     try:
-        output, _ = process.communicate(timeout=60)
-        wait_for(lambda: not process_group(process.pid), 30, "the workers to stop")
+        output, _ = process.communicate(timeout=300)
+        wait_for(lambda: not process_group(process.pid), 120, "the workers to stop")
     finally:
         if process_group(process.pid):
             os.killpg(process.pid, signal.SIGKILL)

@@ -513,7 +513,7 @@ def stop_group(group: int, first: signal.Signals = signal.SIGTERM, timeout: floa
         return True
     with suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)
-    wait_for(lambda: not group_alive(group), 10, f"process group {group} to die")
+    wait_for(lambda: not group_alive(group), 120, f"process group {group} to die")
     return False
 
 
@@ -534,7 +534,7 @@ def process_group(command: list[str], env: dict[str, str], log: Path) -> Iterato
         yield process
     finally:
         stop_group(process.pid)
-        process.wait(timeout=10)
+        process.wait(timeout=120)
 
 
 def prefect_env(home: Path, api_url: str | None = None) -> dict[str, str]:
@@ -705,7 +705,7 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
             assert f"Prefect UI: http://127.0.0.1:{port}" in log.read_text()
             # Ctrl-C: serving stops; the server, started in a session of its own, keeps running.
             assert stop_group(process.pid, signal.SIGINT), "flows.serve did not stop on SIGINT"
-            process.wait(timeout=10)
+            process.wait(timeout=120)
             assert servers and healthy(api_url)
             # The vote receiver outlives serving, as the Prefect server does; it has this test's settings.
             receiver = ReceiverProcess(load_settings(env_file))

@@ -273,7 +273,7 @@ def test_sigkill_of_extract_leaves_no_worker_or_resource_tracker_running(tmp_pat
         assert process.poll() is None and len(started) >= 3, started
         os.kill(process.pid, signal.SIGKILL)  # the parent alone: nothing can tell the workers
         process.wait()
-        wait_for(lambda: not [pid for pid in started if alive(pid)], 10, "the workers to end")
+        wait_for(lambda: not [pid for pid in started if alive(pid)], 120, "the workers to end")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # whatever is left of the group, by its id
@@ -303,7 +303,7 @@ def test_sigkill_of_a_worker_pools_parent_ends_its_workers_whatever_they_do(tmp_
         )
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-        wait_for(lambda: not [pid for pid in started if alive(pid)], 10, "the workers to end")
+        wait_for(lambda: not [pid for pid in started if alive(pid)], 120, "the workers to end")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)

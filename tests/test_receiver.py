@@ -134,7 +134,7 @@ def vote_and_settle(session: AnnotatorSession, settings: Settings, project: int,
     task = session.next_task(project)
     assert task is not None, f"{session.account.email} was served nothing"
     session.vote(task, choice, "referent")
-    wait_for(lambda: settled(settings), 10, "the receiver to settle the vote", interval=0.05)
+    wait_for(lambda: settled(settings), 120, "the receiver to settle the vote", interval=0.05)
     return int(task["id"])
 
 
@@ -185,7 +185,7 @@ def test_wrong_secrets_bad_payloads_and_repeated_events_change_nothing(project: 
         task = session.next_task(project_id)
         assert task is not None
         voted = session.vote(task, "antecedent1", "referent")
-        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        wait_for(lambda: settled(project), 120, "the receiver to settle the vote", interval=0.05)
         before = state(client, task["id"])
         # The event as Label Studio sends it, saying the vote was edited (an event not seen before).
         annotation = {**client.sdk.annotations.get(voted).model_dump(mode="json"), "updated_at": LATER}
@@ -206,7 +206,7 @@ def test_wrong_secrets_bad_payloads_and_repeated_events_change_nothing(project: 
         other = {**event, "project": {"id": 10**9}}
         elsewhere = httpx.post(url, json=other, headers={SECRET_HEADER: secret}).json()["result"]
         assert (first, again, elsewhere) == ("queued", "duplicates", "other_project")
-        wait_for(lambda: settled(project), 10, "the receiver to settle", interval=0.05)
+        wait_for(lambda: settled(project), 120, "the receiver to settle", interval=0.05)
         assert state(client, task["id"]) == before
         health = ReceiverProcess(project).health()
         assert health is not None and (health["refused"], health["bad_payloads"]) == (2, 2)
@@ -222,7 +222,7 @@ def test_a_screened_valid_item_is_promoted_to_resolution_once(project: Settings)
         task = screener.next_task(project_id)
         assert task is not None
         screener.vote(task, "valid", "screening")
-        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        wait_for(lambda: settled(project), 120, "the receiver to settle the vote", interval=0.05)
         resolution = client.existing_project(RESOLUTION)
         assert [t["data"]["item_id"] for t in client.export(resolution)] == ["item-00002"]
         assert state(client, task["id"]) == (1, True)
@@ -242,12 +242,12 @@ def test_an_item_screened_carefully_waits_for_a_second_valid_vote(project: Setti
         task = first.next_task(project_id)
         assert task is not None and task["data"][CAREFUL] is True
         first.vote(task, "valid", "screening")
-        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        wait_for(lambda: settled(project), 120, "the receiver to settle the vote", interval=0.05)
         assert state(client, task["id"]) == (2, False) and client.find_project(RESOLUTION) is None
         again = second.next_task(project_id)
         assert again is not None and again["id"] == task["id"]
         second.vote(again, "valid", "screening")
-        wait_for(lambda: settled(project), 10, "the receiver to settle the vote", interval=0.05)
+        wait_for(lambda: settled(project), 120, "the receiver to settle the vote", interval=0.05)
         assert state(client, task["id"]) == (2, True)
         assert [t["data"]["item_id"] for t in client.export(client.existing_project(RESOLUTION))] == [
             "item-00001"

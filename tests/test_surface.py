@@ -18,6 +18,15 @@ from knowref60k.extract.stages.surface import SurfaceFilter, bare_word_pattern, 
 from knowref60k.quality.evaluation import extract_sentences, load_reference
 from tests.conftest import shared_file
 
+KNOWREF = "data/knowref2019/knowref2019_reddit_items.json"
+
+
+def paragraphs(sentence: str) -> list[Paragraph]:
+    """The paragraphs extraction makes of a line of text."""
+    from knowref60k.extract.cleaning import clean_text
+
+    return [Paragraph(None, 0, text) for text in clean_text(sentence)]  # type: ignore[arg-type]
+
 
 def test_connective_pattern_finds_every_word_of_every_connective() -> None:
     pattern = connective_pattern([",", "even though", "so"])
@@ -70,14 +79,23 @@ def test_surface_checks(text: str, reason: str | None) -> None:
 
 @pytest.mark.integration
 def test_knowref_candidates_are_the_same_with_and_without_the_prefilter() -> None:
-    items = load_reference(shared_file("data/knowref2019/knowref2019_reddit_items.json"))
-    sentences = [item.sentence for item in items]
-    rows = {}
-    for enabled in (True, False):
-        config = ExtractConfig(surface_prefilter=enabled)
-        rows[enabled] = extract_sentences("knowref", sentences, config, resolve_model_name(config.model)).rows
-    assert len(rows[True]) > 2000
-    assert rows[True] == rows[False]
+    """The pre-filter passes a paragraph on as it is or drops it, so the candidates are the same with it
+    off exactly when the sentences whose paragraphs it drops yield none without it. (The extraction with
+    it on is the evaluation's default mode, which the test run's cache holds once `make eval`'s fixture
+    has run.)"""
+    from knowref60k.extract.context import ExtractContext
+
+    sentences = [item.sentence for item in load_reference(shared_file(KNOWREF))]
+    config = ExtractConfig()
+    model_name = resolve_model_name(config.model)
+    whole = extract_sentences("knowref2019", sentences, config, model_name)
+    assert len(whole.rows) > 2000
+    stage = SurfaceFilter(ExtractContext(config, model_name))
+    dropped = {sentence: sum(map(bool, map(stage.reject, paragraphs(sentence)))) for sentence in sentences}
+    # The paragraphs dropped here are those the extraction's own stage dropped.
+    assert whole.stats["surface"].dropped["no_possible_sentence"] == sum(dropped.values()) >= 20
+    off = dataclasses.replace(config, surface_prefilter=False)
+    assert extract_sentences("knowref2019", [s for s, n in dropped.items() if n], off, model_name).rows == []
 
 
 @pytest.mark.integration
