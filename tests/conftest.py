@@ -82,8 +82,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# The longest modules first (of the whole suite, then of the unit tests), so that on two workers
+# (pytest-xdist, one module per worker at a time) no worker is left alone with a long module at the end
+# (`make test` lists the slowest tests).
+LONG_MODULES = (
+    "test_evaluation.py",
+    "test_scorer.py",
+    "test_flows.py",
+    "test_receiver.py",
+    "test_faults.py",
+    "test_debias.py",
+    "test_screening_examples.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     check_integration_marks(items)
+    items.sort(
+        key=lambda item: (
+            LONG_MODULES.index(item.path.name) if item.path.name in LONG_MODULES else len(LONG_MODULES)
+        )
+    )
     rebuild = bool(config.getoption("--rebuild"))
     chosen = [item for item in items if (item.get_closest_marker("rebuild") is not None) == rebuild]
     left_out = [item for item in items if item not in chosen]

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -290,18 +291,21 @@ def test_a_new_stage_invalidates_the_finished_marker(tmp_path: Path) -> None:
 def modules_loaded_by_the_pipeline(*packages: str) -> list[str]:
     """Which of `packages` (or their submodules) the command line, an extraction worker, preparation and
     the pipeline flow load, in a fresh interpreter."""
+    return [m for m in pipeline_modules() if any(m == p or m.startswith(p + ".") for p in packages)]
+
+
+@lru_cache(maxsize=1)
+def pipeline_modules() -> tuple[str, ...]:
     script = (
         "import sys, json\n"
         "import knowref60k.cli.app, knowref60k.extract.extractor, knowref60k.prepare.preparer\n"
         "import flows.pipeline\n"
-        f"wanted = {packages!r}\n"
-        "loaded = [m for m in sys.modules if any(m == p or m.startswith(p + '.') for p in wanted)]\n"
-        "print(json.dumps(sorted(loaded)))\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
     )
-    return list(json.loads(result.stdout))
+    return tuple(json.loads(result.stdout))
 
 
 def test_extraction_and_preparation_never_import_the_eval_extra() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 import pytest
 
-from knowref60k.core.cache import cache_key, cache_path, read_cached, write_cached
+from knowref60k.core.cache import cache_key, cache_path, computing, read_cached, write_cached
 from knowref60k.core.config import ExtractConfig
 
 
@@ -19,6 +20,11 @@ from knowref60k.core.config import ExtractConfig
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     return tmp_path / "knowref60k"
+
+
+def entries(folder: Path) -> list[Path]:
+    """The cached entries, without the lock files taken while computing them."""
+    return [path for path in folder.iterdir() if path.suffix != ".lock"]
 
 
 def refuse(*_: Any, **__: Any) -> NoReturn:
@@ -63,7 +69,7 @@ def test_the_gold_examples_come_back_from_the_cache_equal(
 
     items, model_name = load_gold()[:80], resolve_model_name(None)
     parsed = scorer_data.examples(items, model_name)
-    assert len(parsed) >= 10 and len(list(cache_home.iterdir())) == 1
+    assert len(parsed) >= 10 and len(entries(cache_home)) == 1
     with monkeypatch.context() as patched:
         patched.setattr(scorer_data, "_parse", refuse)
         cached = scorer_data.examples(items, model_name)
@@ -81,7 +87,7 @@ def test_the_gold_examples_come_back_from_the_cache_equal(
     changed = [*items[:first], dataclasses.replace(items[first], split="heldout"), *items[first + 1 :]]
     assert scorer_data.examples(changed, model_name)[0].item.split == "heldout"
     scorer_data.examples(items, model_name, dataclasses.replace(scorer_data.TRAINING_CONFIG, max_tokens=60))
-    assert len(list(cache_home.iterdir())) == 3
+    assert len(entries(cache_home)) == 3
     # A damaged entry is computed again, with a warning.
     key = scorer_data._cache_key(items, model_name, scorer_data.TRAINING_CONFIG)
     cache_path("gold-examples", key).with_suffix(".npz").write_bytes(b"not an archive")
@@ -117,9 +123,46 @@ def test_an_extraction_result_comes_back_from_the_cache_equal(
     )
     assert scored.rows and all(row["validity_score"] is not None for row in scored.rows)
     assert [{**row, "validity_score": None} for row in scored.rows] == unscored.rows
-    assert len(list(cache_home.iterdir())) == 3
-    for entry in cache_home.iterdir():
+    assert len(entries(cache_home)) == 3
+    for entry in entries(cache_home):
         entry.write_bytes(b"{")
     with caplog.at_level(logging.WARNING):
         assert evaluation.extract_sentences("test", sentences, config, model_name).rows == first.rows
     assert "unreadable" in caplog.text
+
+
+def test_a_process_wanting_an_entry_being_computed_waits_and_reads_it(cache_home: Path) -> None:
+    path = cache_path("thing", "key")
+    first_holds, first_may_finish = threading.Event(), threading.Event()
+    second_read: list[bytes | None] = []
+
+    def first() -> None:
+        with computing(path):
+            first_holds.set()
+            first_may_finish.wait()
+            write_cached(path, b"computed once")
+
+    def second() -> None:
+        with computing(path):
+            second_read.append(read_cached(path))
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    first_holds.wait()
+    threads[1].start()
+    threads[1].join(timeout=0.5)
+    assert threads[1].is_alive() and not second_read  # waiting, not reading a missing entry
+    first_may_finish.set()
+    for thread in threads:
+        thread.join()
+    assert second_read == [b"computed once"]
+
+
+def test_without_a_lock_file_the_entry_is_computed_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "knowref60k").write_text("a file where the folder should be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with caplog.at_level(logging.WARNING), computing(cache_path("thing", "key")):
+        computed = True
+    assert computed and "without a lock" in caplog.text

@@ -43,7 +43,7 @@ def test_extract_command_writes_outputs_and_prints_funnel(tmp_path: Path) -> Non
     assert (tmp_path / "o" / "RC_2099-02.candidates.parquet").exists()
     funnel = runner.invoke(app, ["funnel", str(tmp_path / "o")])
     assert funnel.exit_code == 0 and "antecedent" in funnel.output
-    # The default person detection (the validity score since issue 37) is named with the counts.
+    # The default person detection (the validity score) is named with the counts.
     for output in (result.output, funnel.output):
         assert "Funnel over 1 file(s), person detection: score" in " ".join(output.split())
     rules = runner.invoke(

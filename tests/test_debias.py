@@ -200,6 +200,7 @@ def run_with_both_labels(folder: Path, items: int) -> Path:
     return run
 
 
+@pytest.mark.integration
 def test_release_debias_adds_aflite_columns_and_a_debiased_config(tmp_path: Path) -> None:
     from datasets import load_dataset
     from huggingface_hub import DatasetCard
@@ -305,6 +306,7 @@ def test_gelu_matches_the_exact_erf_form_in_float32() -> None:
     assert np.abs(result.reshape(-1) - exact).max() < 1e-6
 
 
+@pytest.mark.integration
 def test_debias_with_encoder_features_finds_a_planted_artefact(tmp_path: Path) -> None:
     generator = random.Random(7)
     problems = []

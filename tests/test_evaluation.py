@@ -399,7 +399,7 @@ def test_recall_on_the_reference_meets_the_target(recall: tuple[str, list[dict[s
         assert result["validity_threshold"] == threshold
         assert 0 < result["subsets"]["all"]["accepted"] <= stages["validity"]["out"]
     single = default["subsets"]["single_connective"]
-    assert single["same_share"] >= 0.90, single  # issue 37: the default's recall, target 90%
+    assert single["same_share"] >= 0.90, single  # the default's recall target
     assert single["same_antecedents_and_pronoun"] <= single["accepted"] <= single["items"]
     assert two["subsets"]["all"]["accepted"] >= default["subsets"]["all"]["accepted"]
 

@@ -719,8 +719,10 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     assert not ReceiverProcess(load_settings(env_file)).healthy()
 
 
+@pytest.mark.integration
 def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> None:
-    """In a process of its own (the check changes the process's collector), as a Dask worker is."""
+    """In a process of its own (the check changes the process's collector), as a Dask worker is; it loads
+    the spaCy pipeline there."""
     probe = (
         "import gc\n"
         "from flows.scale import worker_extractor\n"

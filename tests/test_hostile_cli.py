@@ -1,4 +1,4 @@
-"""Hostile input to the command line (issue 38): each test names the mistake it proves refused in one line
+"""Hostile input to the command line: each test names the mistake it proves refused in one line
 `error: ...` with exit code 2, never a traceback nor a silent default."""
 
 from __future__ import annotations

@@ -390,9 +390,8 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
 @pytest.mark.integration
 def test_the_score_ranks_the_held_back_gold_candidates() -> None:
     """Quality on a fixed slice the model never saw (the gold set's held-back part, the wide pool's
-    structure), so that a change that loses ranking power or recall at the threshold fails here.
-    Measured when the model was built: average precision 0.80 against 0.30 valid among the candidates
-    (0.68 for the trees alone), 96% of the valid ones kept at the threshold (docs/measurements.md)."""
+    structure), so that a change that loses ranking power or recall at the threshold fails here. The
+    bounds lie below what the shipped model reaches there (`make eval` prints its curve)."""
     from sklearn.metrics import average_precision_score
 
     from knowref60k.extract.nlp import resolve_model_name
@@ -453,10 +452,10 @@ def test_the_learning_curve_starts_from_the_shipped_scores(tmp_path: Path) -> No
 
 @pytest.mark.integration
 def test_the_learning_curve_drops_with_less_data_on_a_slice(tmp_path: Path) -> None:
-    """Training each fold on a tenth of its comments ranks worse, on the first 2,000 tuning items (the
+    """Training each fold on a tenth of its comments ranks worse, on the first 1,000 tuning items (the
     whole tuning part: `make rebuild-check`)."""
     check_drops_with_less_data(
-        learning_curve(tmp_path / "curve.json", "--shares", "0.1", "--tuning-items", "2000")
+        learning_curve(tmp_path / "curve.json", "--shares", "0.1", "--tuning-items", "1000")
     )
 
 

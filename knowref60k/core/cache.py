@@ -3,13 +3,17 @@ a hash of everything it depends on, so a change to any of those simply misses it
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import IO
 
 from knowref60k.core.paths import cache_folder
 
@@ -56,3 +60,26 @@ def write_cached(path: Path, data: bytes) -> None:
         os.replace(out.name, path)
     except OSError as error:
         log.warning("not cached (%s): %s", path, error)
+
+
+@contextmanager
+def computing(path: Path) -> Iterator[None]:
+    """Held while an entry is looked up and, when missing, computed and written: a process that wants the
+    same entry meanwhile waits and then reads it, instead of computing it alongside (the test suite's
+    workers and the scripts they start share one cache). Without a lock file, nothing is waited for."""
+    lock = _lock_file(path)
+    if lock is None:
+        yield
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _lock_file(path: Path) -> IO[bytes] | None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.with_name(path.name + ".lock").open("ab")
+    except OSError as error:
+        log.warning("computing without a lock (%s): %s", path, error)
+        return None

@@ -15,7 +15,7 @@ from knowref60k.core.names import (
     world_first_names,
 )
 from knowref60k.extract.cleaning import load_bot_names
-from knowref60k.extract.nlp import Pipeline, WordFinder, pronoun_forms
+from knowref60k.extract.nlp import Pipeline, WordFinder, pronoun_forms, shared_pipeline
 from knowref60k.extract.validity import ValidityScorer
 
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
@@ -31,7 +31,7 @@ class ExtractContext:
 
     @cached_property
     def pipeline(self) -> Pipeline:
-        return Pipeline(self.model_name)
+        return shared_pipeline(self.model_name)
 
     @cached_property
     def bot_names(self) -> frozenset[str]:

@@ -183,6 +183,15 @@ class Pipeline:
             pass  # the components write into each doc; running the stream is the work
 
 
+@lru_cache(maxsize=2)
+def shared_pipeline(model_name: str) -> Pipeline:
+    """One loaded pipeline per process and model. Loading takes about 3 s (most of it warming the
+    tokenizer), and the evaluation and the build scripts extract under a dozen settings in one process;
+    what a pipeline keeps between texts (the tokenizer's cache of splits, strings freed after each chunk)
+    changes no result, as a worker's many chunks already show."""
+    return Pipeline(model_name)
+
+
 @lru_cache(maxsize=1)
 def frequent_words(path: Path = FREQUENT_WORDS) -> tuple[str, ...]:
     """The words, as written between spaces, most frequent in Reddit paragraphs (data/tokenizer); none,

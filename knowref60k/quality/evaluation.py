@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from knowref60k.core.cache import cache_key, cache_path, read_cached, write_cached
+from knowref60k.core.cache import cache_key, cache_path, computing, read_cached, write_cached
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.names import NAMES_DIR
@@ -65,13 +65,15 @@ def extract_sentences(
     `make eval`, the build scripts and the tests again: results are kept in the user's cache folder under
     a hash of everything they depend on (the sentences, the settings, the spaCy pipeline and its version,
     the stages' code and the data files they read)."""
-    path = cache_path("extraction", _extraction_key(source, sentences, config, model_name, stages))
-    cached = _result_from_cache(read_cached(path.with_suffix(".json")))
-    if cached is not None:
-        return cached
-    data = "\n".join(sentence.replace("\n", " ") for sentence in sentences).encode() + b"\n"
-    result = CandidateExtractor(config, model_name, stages).process(source, "text", LineChunk(1, data))
-    write_cached(path.with_suffix(".json"), _result_to_cache(result))
+    key = _extraction_key(source, sentences, config, model_name, stages)
+    path = cache_path("extraction", key).with_suffix(".json")
+    with computing(path):
+        cached = _result_from_cache(read_cached(path))
+        if cached is not None:
+            return cached
+        data = "\n".join(sentence.replace("\n", " ") for sentence in sentences).encode() + b"\n"
+        result = CandidateExtractor(config, model_name, stages).process(source, "text", LineChunk(1, data))
+        write_cached(path, _result_to_cache(result))
     return result
 
 

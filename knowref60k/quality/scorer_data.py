@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from knowref60k.core.cache import cache_key, cache_path, read_cached, write_cached
+from knowref60k.core.cache import cache_key, cache_path, computing, read_cached, write_cached
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.names import NAMES_DIR
 from knowref60k.core.stage import chain, stage_modules
@@ -67,12 +67,13 @@ def examples(
     hash of everything they depend on (the items, the settings, the spaCy pipeline and its version, the
     code of the stages and of this module, the name and bot lists)."""
     path = cache_path("gold-examples", _cache_key(items, model_name, config)).with_suffix(".npz")
-    cached = _from_cache(read_cached(path), items)
-    if cached is not None:
-        return cached
-    found = _parse(items, model_name, config)
-    if found:
-        write_cached(path, _to_cache(found, items))
+    with computing(path):
+        cached = _from_cache(read_cached(path), items)
+        if cached is not None:
+            return cached
+        found = _parse(items, model_name, config)
+        if found:
+            write_cached(path, _to_cache(found, items))
     return found
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from langdetect import DetectorFactory, detect
 from langdetect.lang_detect_exception import LangDetectException
 
@@ -22,11 +24,7 @@ class LanguageFilter(Stage[Sentence, Sentence]):
         self.seed = context.config.language_seed
 
     def detect(self, text: str) -> str:
-        DetectorFactory.seed = self.seed
-        try:
-            return str(detect(text))
-        except LangDetectException:
-            return "unknown"
+        return detected_language(text, self.seed)
 
     def reject(self, item: Sentence) -> str | None:
         return self.rejection(item.text)
@@ -34,3 +32,15 @@ class LanguageFilter(Stage[Sentence, Sentence]):
     def rejection(self, text: str) -> str | None:
         detected = self.detect(text)
         return None if detected == self.language else f"language_{detected}"
+
+
+# The evaluation runs the same sentences through several settings, and langdetect takes about 8 ms a
+# sentence: the answer for a text and seed is always the same, so it is kept (a dump's sentences
+# rarely repeat; the bound keeps a worker's memory flat).
+@lru_cache(maxsize=1 << 16)
+def detected_language(text: str, seed: int) -> str:
+    DetectorFactory.seed = seed
+    try:
+        return str(detect(text))
+    except LangDetectException:
+        return "unknown"
