@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 SIMULATED_PREFIX = "simulated-"
 DOMAIN = "knowref60k.local"
+# Accounts one call may make: a team is dozens, and a mistyped count would sign up accounts until stopped.
+MAX_NEW_ACCOUNTS = 1000
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def create_accounts(client: LabelStudioClient, role: str, count: int, prefix: st
     """`count` new accounts of `role` (emails `{prefix}{role}-N@knowref60k.local`) that can log in and
     label; recorded before they are returned."""
     check_role({}, "", role)
+    check_count(count)
     taken = {user["email"] for user in client.users()}
     made: list[Account] = []
     number = 1
@@ -113,8 +116,13 @@ def create_accounts(client: LabelStudioClient, role: str, count: int, prefix: st
             password = secrets.token_urlsafe(12)
             sign_up(client.settings, email, password)
             made.append(Account(email, password, client.user_id(email), role))
-    save_accounts(client.settings, made)
+            save_accounts(client.settings, made[-1:])  # on record before the next: a stop loses none
     return made
+
+
+def check_count(count: int) -> None:
+    if not 0 <= count <= MAX_NEW_ACCOUNTS:
+        raise UserError(f"--count {count}: accounts are made 0 to {MAX_NEW_ACCOUNTS:,} at a time")
 
 
 def enrol(client: LabelStudioClient, email: str, role: str) -> Account:

@@ -104,13 +104,14 @@ def users(
     ] = None,
 ) -> None:
     """Create annotator accounts of a role, or give existing ones a role; prints their logins."""
-    from annotation.accounts import accounts_file, create_accounts, enrol
+    from annotation.accounts import accounts_file, check_count, create_accounts, enrol
     from annotation.client import LabelStudioClient
 
     with one_line_errors():
-        settings = load_settings()
         if not count and not email:
             raise UserError("say how many accounts to create (--count N) or which to enrol (--email ...)")
+        check_count(count)
+        settings = load_settings()
         with LabelStudioClient(settings) as client:
             accounts = create_accounts(client, role, count) if count else []
             accounts += [enrol(client, address, role) for address in email or []]
@@ -184,11 +185,12 @@ def examples(
     """Every decided screening task, by the votes last collected into OUT, as a judged example for the
     validity score (valid, or invalid with the screeners' reason), marked screening-derived: give the
     file to `data/scorer/build.py --screening-examples`."""
-    from knowref60k.core.io import read_rows
+    from knowref60k.core.io import read_rows, refuse_output_over_inputs
     from knowref60k.quality.screening_examples import ITEM_FIELDS, screening_examples, write_examples
 
     target = to or out / "screening-examples.jsonl"
     with one_line_errors():
+        refuse_output_over_inputs(target, [*items, out / "votes.parquet"], "--to")
         rows = {
             row["candidate_id"]: row for path in items for row in read_rows(path, list(ITEM_FIELDS), "items")
         }

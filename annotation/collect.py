@@ -52,13 +52,15 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
         )
     exported = {stage: client.export(int(project.id)) for stage, project in projects.items()}
     states = {stage: task_states(client, int(project.id), stage) for stage, project in projects.items()}
-    counts, votes = VoteCounts(), []
+    counts, votes, malformed = VoteCounts(), [], []
     for stage, tasks in exported.items():
-        stage_votes, stage_counts = votes_from_export(tasks, stage, simulated)
-        votes += stage_votes
-        counts.add(stage_counts)
+        read = votes_from_export(tasks, stage, simulated)
+        votes += read.votes
+        malformed += read.refused
+        counts.add(read.counts)
     role_by_email = roles(client.settings)
     separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()})
+    separated.refused[:0] = malformed
     closed = {
         stage: apply_queue_states(
             client, states[stage], separated.accepted, config, annotated(exported[stage])

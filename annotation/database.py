@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -30,8 +31,17 @@ ROOT_DATA_HOME = Path("/var/lib/postgresql/knowref60k")
 
 
 def _is_url(database: str) -> bool:
-    parts = urlsplit(database)
+    try:
+        parts = urlsplit(database)
+        _ = parts.port  # a port that is no number raises here
+    except ValueError:
+        return False
     return parts.scheme in ("postgresql", "postgres") and bool(parts.hostname) and bool(parts.path.strip("/"))
+
+
+def without_password(database: str) -> str:
+    """`database` as it may be printed: a URL's password masked."""
+    return re.sub(r"(//[^/@]*?:)[^/]*@", r"\1***@", database)
 
 
 def database_problem(database: str) -> str | None:
@@ -40,7 +50,7 @@ def database_problem(database: str) -> str | None:
         return None
     return (
         "Label Studio's database must be sqlite, postgresql or "
-        f"postgresql://USER:PASSWORD@HOST:PORT/NAME, not {database!r}"
+        f"postgresql://USER:PASSWORD@HOST:PORT/NAME, not {without_password(database)!r}"
     )
 
 

@@ -111,7 +111,7 @@ class Receiver:
         self._lock = threading.RLock()
 
     def authorised(self, header: str | None) -> bool:
-        return header is not None and hmac.compare_digest(header.encode(), self.secret)
+        return bool(self.secret) and header is not None and hmac.compare_digest(header.encode(), self.secret)
 
     def accept(self, payload: Any) -> str:
         """Queue the event's task; returns what was done with it. A payload of the wrong shape raises
@@ -121,7 +121,8 @@ class Receiver:
         action = payload["action"]
         if action not in WEBHOOK_ACTIONS:
             return self._count("ignored_action")
-        project = (payload.get("project") or {}).get("id")
+        project = payload.get("project")
+        project = project.get("id") if isinstance(project, dict) else None
         if not isinstance(project, int):
             raise ValueError(f"{action} without a project id")
         stage = self.settler.stage_of(project)
@@ -207,9 +208,11 @@ def handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 receiver._count("refused")
                 log.warning("refused a webhook from %s: wrong or missing secret", self.client_address[0])
                 return self._answer(403, {"error": "wrong or missing secret"})
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = self.headers.get("Content-Length") or "0"
+            length = int(declared) if declared.isdigit() else -1
             if not 0 < length <= MAX_BODY:
-                return self._bad(f"body of {length} bytes")
+                self.close_connection = True  # the body's end is unknown: nothing more is read from it
+                return self._bad(f"body of {declared[:20]!r} bytes")
             try:
                 done = receiver.accept(orjson.loads(self.rfile.read(length)))
             except (orjson.JSONDecodeError, ValueError) as error:
@@ -348,15 +351,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         serve(args.config_file)
         return 0
-    settings = load_settings(create=args.command == "start")
-    if args.command == "start":
-        try:
+    try:
+        settings = load_settings(create=args.command == "start")
+        if args.command == "start":
             config = load_labelling_config(Path(args.config) if args.config else None)
             print(ReceiverProcess(settings).start(config, [Path(args.items)]))
-        except (RuntimeError, UserError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
-        return 0
+            return 0
+    except (RuntimeError, UserError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     process = ReceiverProcess(demo_settings(settings) if getattr(args, "demo", False) else settings)
     if args.command == "stop":
         print(process.stop())

@@ -78,6 +78,13 @@ class Background:
         return pid
 
     def spawn(self, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start `command` in a session of its own and record its pid; refused while the pid on record is
+        alive (it runs but does not answer here: a second one would orphan it)."""
+        running = self.pid()
+        if running is not None:
+            raise RuntimeError(
+                f"{self.title} (pid {running}, {self.pid_file}) runs but does not answer here; stop it first"
+            )
         private_dir(self.state_dir)
         with self.log_file.open("ab") as log:
             process = subprocess.Popen(
@@ -100,6 +107,7 @@ class Background:
             if healthy():
                 return
             if process.poll() is not None:
+                self.pid_file.unlink(missing_ok=True)  # it held the pid of the process that just ended
                 raise RuntimeError(f"{self.title} exited with code {process.returncode}; see {self.log_file}")
             time.sleep(0.2)
         self.stop()
@@ -299,9 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["start", "stop", "status"])
     parser.add_argument("--demo", action="store_true", help="the demo's own Label Studio (`make demo`)")
     args = parser.parse_args(argv)
-    settings = load_settings(create=args.action == "start")
-    server = Server(demo_settings(settings) if args.demo else settings)
     try:
+        settings = load_settings(create=args.action == "start")
+        server = Server(demo_settings(settings) if args.demo else settings)
         if args.action == "start":
             print(server.start())
             print(f"Open {server.settings.url} and log in as {server.settings.username} (password in .env)")

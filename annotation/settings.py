@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from knowref60k.core.errors import UserError
+
 REPO = Path(__file__).resolve().parent.parent
 ENV_FILE = Path(os.environ.get("KNOWREF60K_ENV_FILE", REPO / ".env"))
 STATE_DIR = REPO / ".labelstudio"
@@ -62,7 +64,11 @@ def write_private(path: Path, data: bytes) -> None:
 def read_env_file(path: Path) -> dict[str, str]:
     values: dict[str, str] = {}
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UserError(f"{path}: Label Studio settings that cannot be read as UTF-8 ({error})") from None
+        for line in text.splitlines():
             key, sep, value = line.partition("=")
             if sep and not key.strip().startswith("#"):
                 values[key.strip()] = value.strip().strip('"').strip("'")
@@ -91,13 +97,13 @@ def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
     values = read_env_file(env_file)
     from_environment = {key: os.environ[key] for key in KEYS if os.environ.get(key)}
     if not values and create and len(from_environment) < len(KEYS):
+        if not env_file.parent.is_dir():
+            raise UserError(f"{env_file}: its folder does not exist (KNOWREF60K_ENV_FILE names the file)")
         values = write_default_env_file(env_file)
     values.update(from_environment)
     values.setdefault("LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
     missing = [key for key in KEYS if not values.get(key)]
     if missing:
-        from knowref60k.core.errors import UserError
-
         raise UserError(
             f"Label Studio settings missing: {', '.join(missing)}. "
             f"Run `make labelstudio` (it writes {env_file}) or set them in the environment."
@@ -160,15 +166,41 @@ def receiver_url(settings: Settings) -> str:
     return (explicit or f"http://127.0.0.1:{settings.port + RECEIVER_PORT_OFFSET}/").rstrip("/") + "/"
 
 
+# The webhook secret's length in bytes (written as hex).
+SECRET_BYTES = 20
+
+
 def webhook_secret(settings: Settings) -> str:
     """The secret Label Studio sends with each webhook, kept private in the server's state folder and
-    made on first use."""
+    made on first use. It is written whole to a file of its own and then linked into place, so that of
+    two processes making it at once one wins and both read the whole of it; a secret file that is empty
+    or damaged is refused, never taken as the secret."""
     path = settings.state_dir / "webhook-secret"
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    try:  # O_EXCL: of two processes making it at once, one writes and both read the same secret
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return path.read_text(encoding="utf-8").strip()
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_hex(20))
-    return path.read_text(encoding="utf-8").strip()
+    if not path.exists():
+        made = settings.state_dir / f".webhook-secret.{os.getpid()}.{secrets.token_hex(4)}"
+        descriptor = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_hex(SECRET_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.link(made, path)
+        except FileExistsError:
+            pass  # another process linked its secret first: that one is read below
+        finally:
+            made.unlink(missing_ok=True)
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> str:
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: the webhook secret cannot be read ({error})") from None
+    if len(secret) != 2 * SECRET_BYTES or any(c not in "0123456789abcdef" for c in secret):
+        raise UserError(
+            f"{path}: the webhook secret is empty or damaged; delete the file and start the receiver again "
+            "(a new secret is made and sent to Label Studio)"
+        )
+    return secret

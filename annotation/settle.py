@@ -107,9 +107,9 @@ class Settler:
         account for all of them (the receiver started after its first vote, or missed one)."""
         view = self._view(task_id, events)
         annotations = [a for a in view.annotations.values() if not a.get("was_cancelled")]
-        votes, _ = votes_from_export(
+        votes = votes_from_export(
             [{"id": task_id, "data": view.data, "annotations": annotations}], stage, frozenset()
-        )
+        ).votes
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
         item_id, careful = str(view.data["item_id"]), bool(view.data.get(CAREFUL))
         decision = decide(item_id, allowed, self.config.rule(stage, careful))

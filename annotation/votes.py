@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from knowref60k.labelling.decisions import CHOICES
+from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE
+
+# How much of a refused result `refused-votes.jsonl` keeps.
+RESULT_SHOWN = 200
 
 VOTE_SCHEMA = pa.schema(
     [
@@ -48,14 +53,27 @@ def _time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def choice_of(annotation: Mapping[str, Any], answer_identity: Mapping[str, str], stage: str) -> str | None:
-    """The stage's answer code; None when the result holds no known choice."""
-    for region in annotation.get("result") or []:
-        chosen = (region.get("value") or {}).get("choices") or []
-        if region.get("type") == "choices" and len(chosen) == 1:
-            code = answer_identity.get(chosen[0], chosen[0])
-            return code if code in CHOICES[stage] else None
-    return None
+def choice_of(
+    annotation: Mapping[str, Any], answer_identity: Mapping[str, str], stage: str
+) -> tuple[str | None, str | None]:
+    """The stage's answer code, else why there is none: (None, None) for a result without a choice (a
+    person's empty submit, counted), (None, reason) for a result that is malformed or names no choice of
+    the stage (refused: any account can post such a result through the API)."""
+    result = annotation.get("result") or []
+    if not isinstance(result, list):
+        return None, MALFORMED_RESULT
+    for region in result:
+        if not isinstance(region, Mapping):
+            return None, MALFORMED_RESULT
+        value = region.get("value")
+        chosen = value.get("choices") if isinstance(value, Mapping) else None
+        if region.get("type") != "choices" or chosen == []:
+            continue
+        if not isinstance(chosen, list) or len(chosen) != 1 or not isinstance(chosen[0], str):
+            return None, MALFORMED_RESULT
+        code = answer_identity.get(chosen[0], chosen[0])
+        return (code, None) if code in CHOICES[stage] else (None, NOT_A_CHOICE)
+    return None, None
 
 
 def annotator_of(annotation: Mapping[str, Any]) -> int:
@@ -63,22 +81,36 @@ def annotator_of(annotation: Mapping[str, Any]) -> int:
     return int(completed_by["id"] if isinstance(completed_by, dict) else completed_by)
 
 
+@dataclass
+class ExportVotes:
+    """The votes of an export, its counts, and the annotations refused with their reason (each as a vote
+    whose choice is the result as given, shortened)."""
+
+    votes: list[dict[str, Any]]
+    counts: VoteCounts
+    refused: list[tuple[dict[str, Any], str]]
+
+
 def votes_from_export(
     tasks: Iterable[Mapping[str, Any]], stage: str, simulated_users: frozenset[int]
-) -> tuple[list[dict[str, Any]], VoteCounts]:
+) -> ExportVotes:
     """Every task's latest annotation per annotator. Skipped annotations (Label Studio's
     `was_cancelled`), annotations without a choice, and earlier repeats by the same person are
-    counted, not voted."""
-    counts = VoteCounts()
+    counted, not voted; a result that is no choice of the stage is refused."""
+    counts, refused = VoteCounts(), []
     latest: dict[tuple[str, int], dict[str, Any]] = {}
     for task in tasks:
-        data = task["data"]
+        identity = task["data"].get("answer_identity")
         for annotation in task.get("annotations") or []:
             counts.annotations += 1
             if annotation.get("was_cancelled"):  # the annotator pressed Skip
                 counts.skipped += 1
                 continue
-            choice = choice_of(annotation, data.get("answer_identity", {}), stage)
+            choice, refusal = choice_of(annotation, identity if isinstance(identity, Mapping) else {}, stage)
+            if refusal is not None:
+                shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
+                refused.append((_vote(stage, task, annotation, shown, simulated_users), refusal))
+                continue
             if choice is None:
                 counts.without_choice += 1
                 continue
@@ -94,7 +126,7 @@ def votes_from_export(
             latest[key] = vote
     votes = sorted(latest.values(), key=lambda v: (v["item_id"], v["annotator_id"]))
     counts.votes = len(votes)
-    return votes, counts
+    return ExportVotes(votes, counts, refused)
 
 
 def _vote(

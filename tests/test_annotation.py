@@ -31,6 +31,7 @@ from annotation.votes import votes_from_export
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
+from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, explain
 
 NAMES = [("Paul", "Mary"), ("Susan", "Linda"), ("James", "Robert"), ("Karen", "Betty")]
 # No control items in these projects: the tests count every task.
@@ -202,27 +203,46 @@ def test_votes_keep_the_latest_per_person_and_count_skips() -> None:
             annotation(3, "", "2026-01-01T10:00:00Z", cancelled=True, number=4),
         ],
     }
-    votes, counts = votes_from_export([task], RESOLUTION, frozenset({2}))
+    read = votes_from_export([task], RESOLUTION, frozenset({2}))
+    votes, counts = read.votes, read.counts
     assert [(v["stage"], v["annotator_id"], v["choice"], v["simulated"]) for v in votes] == [
         (RESOLUTION, 1, "antecedent2", False),
         (RESOLUTION, 2, "neither", True),
     ]
     assert (counts.annotations, counts.duplicate_annotations, counts.skipped, counts.votes) == (4, 1, 1, 2)
-    # A screening answer is not a resolution answer: counted as without a choice.
+    # A screening answer is not a resolution answer: refused, with its reason.
     screening_data = screening_task(item(3), seed=0)["data"]
     label = SCREENING_ANSWERS["not_a_person"]
-    votes, counts = votes_from_export(
-        [{"id": 1, "data": screening_data, "annotations": [annotation(5, label, "2026-01-01T10:00:00Z")]}],
-        SCREENING,
-        frozenset(),
-    )
-    assert [v["choice"] for v in votes] == ["not_a_person"]
-    wrong, counts = votes_from_export(
-        [{"id": 1, "data": screening_data, "annotations": [annotation(5, label, "2026-01-01T10:00:00Z")]}],
-        RESOLUTION,
-        frozenset(),
-    )
-    assert wrong == [] and counts.without_choice == 1
+    answered = [
+        {"id": 1, "data": screening_data, "annotations": [annotation(5, label, "2026-01-01T10:00:00Z")]}
+    ]
+    assert [v["choice"] for v in votes_from_export(answered, SCREENING, frozenset()).votes] == [
+        "not_a_person"
+    ]
+    wrong = votes_from_export(answered, RESOLUTION, frozenset())
+    assert wrong.votes == [] and [reason for _, reason in wrong.refused] == [NOT_A_CHOICE]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        [{"type": "choices", "value": {"choices": [["x"]]}}],
+        [{"type": "choices", "value": {"choices": ["a", "b"]}}],
+        [{"type": "choices", "value": {"choices": [{"x": 1}]}}],
+        [{"type": "choices", "value": "x"}],
+        ["a region that is a string"],
+        {"not": "a list"},
+    ],
+)
+def test_a_malformed_result_is_refused_with_its_reason_and_the_rest_still_count(result: Any) -> None:
+    data = resolution_task(item(3), seed=0)["data"]
+    malformed = {**annotation(7, "", "2026-01-01T09:00:00Z", number=8), "result": result}
+    task = {"id": 9, "data": data, "annotations": [malformed, annotation(1, "Karen", "2026-01-01T10:00:00Z")]}
+    read = votes_from_export([task], RESOLUTION, frozenset())
+    assert [v["annotator_id"] for v in read.votes] == [1]
+    assert [(vote["annotator_id"], reason) for vote, reason in read.refused] == [(7, MALFORMED_RESULT)]
+    line = explain(read.refused[0][0], MALFORMED_RESULT, "screener-1@example.org")
+    assert "screener-1@example.org" in line and "not one of the stage's choices" in line
 
 
 @pytest.fixture

@@ -75,6 +75,35 @@ def test_a_value_no_run_could_use_is_refused_naming_the_file(
         load(path)
 
 
+@pytest.mark.parametrize(
+    ("table", "setting", "problem"),
+    [
+        ("prepare", "validity_threshold = nan", "validity_threshold must be a finite number, not nan"),
+        ("prepare", "near_duplicate_threshold = inf", "near_duplicate_threshold must be a finite number"),
+        ("labelling", "skip_screening_above = nan", "skip_screening_above must be a finite number, not nan"),
+        (
+            "extract",
+            "language_seed = -99999999999999999999999",
+            "language_seed must be a whole number that fits",
+        ),
+        ("prepare", "seed = 9223372036854775808", "seed must be a whole number that fits in 64 bits"),
+        (
+            "labelling",
+            "votes_per_item = 99999999999999999999",
+            "votes_per_item must be a whole number that fits",
+        ),
+    ],
+)
+def test_a_number_no_library_can_hold_is_refused_in_one_line(
+    tmp_path: Path, table: str, setting: str, problem: str
+) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text(f"[{table}]\n{setting}\n")
+    load = {"extract": load_config, "prepare": load_prepare_config, "labelling": load_labelling_config}[table]
+    with pytest.raises(UserError, match=rf"invalid setting in {re.escape(str(path))}: {problem}"):
+        load(path)
+
+
 def test_fingerprint_changes_with_config_and_model() -> None:
     base = ExtractConfig().fingerprint("en_ud_open_sm", "1.0.0")
     assert base == ExtractConfig().fingerprint("en_ud_open_sm", "1.0.0")

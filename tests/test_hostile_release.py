@@ -199,6 +199,18 @@ def test_a_stray_shard_not_in_the_manifest_is_not_loaded_silently(release: Path)
     shutil.copy(test_shard, release / "data" / "test-00001-of-00002.parquet")
     with pytest.raises(UserError, match=r"data/test-00001-of-00002\.parquet: not in the manifest"):
         knowref60k.load_release(release, "test")
+    one_line_error(cli("stats", str(release)), "data/test-00001-of-00002.parquet", "not in the manifest")
+
+
+def test_a_shard_whose_entry_left_the_manifest_fails_stats_as_it_fails_loading(release: Path) -> None:
+    path = release / "manifest.json"
+    manifest = orjson.loads(path.read_bytes())
+    name = shard(release, "train").relative_to(release).as_posix()
+    manifest["files"] = [entry for entry in manifest["files"] if entry["path"] != name]
+    path.write_bytes(orjson.dumps(manifest))
+    with pytest.raises(UserError, match=rf"{re.escape(name)}: not in the manifest"):
+        knowref60k.load_release(release, "train", verify=True)
+    one_line_error(cli("stats", str(release), "--verify"), name, "not in the manifest")
 
 
 def test_stats_of_an_intact_release_checks_every_file(release: Path) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
+import socket
 import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pyarrow as pa
@@ -92,7 +94,14 @@ def test_the_receiver_queues_our_votes_once_and_refuses_what_is_not_a_vote() -> 
     assert (
         receiver.accept({"action": "ANNOTATIONS_DELETED", "project": {"id": 7}}) == "deletions_left_to_sync"
     )
-    for bad in ([], {"action": None}, {"action": "ANNOTATION_CREATED"}, {**event(3), "task": {"id": "x"}}):
+    malformed_projects = [{**event(3), "project": project} for project in ([1], 7, "7", {"id": "7"})]
+    for bad in (
+        [],
+        {"action": None},
+        {"action": "ANNOTATION_CREATED"},
+        {**event(3), "task": {"id": "x"}},
+        *malformed_projects,
+    ):
         with pytest.raises(ValueError):
             receiver.accept(bad)
     assert receiver.report()["queued"] == 1 and not receiver.report()["idle"]
@@ -115,6 +124,16 @@ def project(label_studio: Settings, request: pytest.FixtureRequest, tmp_path: Pa
         yield settings
     finally:
         receiver.stop()
+
+
+def raw_post(url: str, headers: dict[str, str]) -> bytes:
+    """The reply to a POST with exactly these headers (httpx would mend a wrong Content-Length)."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as connection:
+        lines = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {parts.netloc}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        connection.sendall(("\r\n".join(lines) + "\r\n\r\n{}").encode())
+        return connection.recv(4096)
 
 
 def settled(settings: Settings) -> bool:
@@ -201,6 +220,9 @@ def test_wrong_secrets_bad_payloads_and_repeated_events_change_nothing(project: 
         assert httpx.post(url, json=event).status_code == 403
         assert httpx.post(url, content=b"{not json", headers={SECRET_HEADER: secret}).status_code == 400
         assert httpx.post(url, json={"action": 1}, headers={SECRET_HEADER: secret}).status_code == 400
+        listed = {**event, "project": [project_id]}
+        assert httpx.post(url, json=listed, headers={SECRET_HEADER: secret}).status_code == 400
+        assert raw_post(url, {SECRET_HEADER: secret, "Content-Length": "abc"}).startswith(b"HTTP/1.0 400")
         first = httpx.post(url, json=event, headers={SECRET_HEADER: secret}).json()["result"]
         again = httpx.post(url, json=event, headers={SECRET_HEADER: secret}).json()["result"]
         other = {**event, "project": {"id": 10**9}}
@@ -209,7 +231,7 @@ def test_wrong_secrets_bad_payloads_and_repeated_events_change_nothing(project: 
         wait_for(lambda: settled(project), 120, "the receiver to settle", interval=0.05)
         assert state(client, task["id"]) == before
         health = ReceiverProcess(project).health()
-        assert health is not None and (health["refused"], health["bad_payloads"]) == (2, 2)
+        assert health is not None and (health["refused"], health["bad_payloads"]) == (2, 4)
         session.close()
 
 
@@ -512,3 +534,30 @@ def test_a_worker_count_below_one_is_a_clear_error(tmp_path: Path) -> None:
     config.write_text("[labelstudio]\nworkers = 0\n")
     with pytest.raises(UserError, match=r"workers must be at least 1, not 0"):
         with_config(Settings("http://127.0.0.1:1", "u", "p", "k"), config)
+
+
+@pytest.mark.integration
+def test_a_malformed_vote_is_refused_and_neither_the_receiver_nor_collect_stops(
+    project: Settings, tmp_path: Path
+) -> None:
+    """Any account can post a result that is no choice through the API (Label Studio answers 201): it is
+    refused with its reason and account, and the votes around it still count."""
+    with LabelStudioClient(project) as client:
+        client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+        project_id = client.existing_project(RESOLUTION)
+        sessions = resolvers(client, project, 2)
+        task = sessions[0].next_task(project_id)
+        assert task is not None
+        malformed = {"result": [{"type": "choices", "value": {"choices": [["x"]]}}]}
+        posted = sessions[0].http.post(f"/api/tasks/{task['id']}/annotations/", json=malformed)
+        assert posted.status_code == 201
+        wait_for(lambda: settled(project), 120, "the receiver to take the malformed vote", interval=0.05)
+        vote_and_settle(sessions[1], project, project_id, "antecedent1")  # the receiver still settles
+        report = collect(client, tmp_path / "votes", CONFIG)
+        for session in sessions:
+            session.close()
+    assert report["votes"] == 1 and report["refused_votes"] == {"malformed_result": 1}
+    (refused,) = [json.loads(line) for line in (tmp_path / "votes" / "refused-votes.jsonl").open()]
+    assert refused["reason"] == "malformed_result" and refused["email"] == sessions[0].account.email
+    assert refused["choice"] == '[{"type":"choices","value":{"choices":[["x"]]}}]'
+    assert any("not one of the stage's choices" in line for line in report["refused_lines"])

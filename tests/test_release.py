@@ -541,7 +541,7 @@ def test_release_labels_follow_the_votes_whatever_order_the_names_were_shown_in(
         return label, item[f"name{label + 1}"]
 
     for shown_first, seeds in orders.items():
-        votes, _ = votes_from_export(label_studio_export(items, seeds), RESOLUTION, frozenset())
+        votes = votes_from_export(label_studio_export(items, seeds), RESOLUTION, frozenset()).votes
         votes += screened([item["candidate_id"] for item in items])
         votes_path = tmp_path / f"votes-{shown_first}.parquet"
         pq.write_table(pa.Table.from_pylist(votes, schema=VOTE_SCHEMA), votes_path)

@@ -131,6 +131,30 @@ def test_screening_examples_load_as_tuning_items_of_their_origin(tmp_path: Path)
     path.write_bytes(lines[0].replace(b'"sentence"', b'"text"') + b"\n")
     with pytest.raises(UserError, match="line 1: missing field 'sentence'"):
         load_examples(path)
+    record = orjson.loads(lines[0])
+    for name, value in (
+        ("sentence", ["a", "list"]),
+        ("comment_id", 7),
+        ("candidate_id", ""),
+        ("subreddit", 1),
+    ):
+        path.write_bytes(orjson.dumps({**record, name: value}) + b"\n")
+        with pytest.raises(UserError, match=f"line 1: {name} must be a"):
+            load_examples(path)
+    path.write_bytes(b"")
+    with pytest.raises(UserError, match=r"examples\.jsonl: no screening examples in the file"):
+        load_examples(path)
+
+
+@pytest.mark.parametrize("weight", ["-1", "0", "nan", "inf"])
+def test_the_build_refuses_a_weight_that_is_no_positive_number_before_its_long_work(
+    tmp_path: Path, weight: str
+) -> None:
+    out = tmp_path / "model.json"
+    arguments = ["data/scorer/build.py", "--screening-weight", weight, "--out", str(out)]
+    done = subprocess.run([sys.executable, *arguments], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr == f"error: --screening-weight {float(weight)}: must be a number above 0\n"
 
 
 @pytest.mark.parametrize("content", [b"not json at all\n", b'{"origin": "martian"}\n', b"[1, 2]\n"])
@@ -167,6 +191,24 @@ def test_the_command_writes_the_examples_of_the_collected_votes(tmp_path: Path) 
     missing = CliRunner().invoke(app, ["annotate", "examples", str(items), "--out", str(tmp_path / "none")])
     assert missing.exit_code == 2
     assert missing.stderr == f"error: votes file not found: {tmp_path / 'none' / 'votes.parquet'}\n"
+
+
+@pytest.mark.parametrize("which", ["items", "votes"])
+def test_the_command_refuses_to_write_over_its_own_input(tmp_path: Path, which: str) -> None:
+    items = tmp_path / "run.items.parquet"
+    pq.write_table(pa.Table.from_pylist([item("a")], schema=CANDIDATE_SCHEMA), items)
+    out = tmp_path / "annotation"
+    out.mkdir()
+    pq.write_table(
+        pa.Table.from_pylist([vote("a", 1, "valid", 1)], schema=VOTE_SCHEMA), out / "votes.parquet"
+    )
+    target = items if which == "items" else out / "votes.parquet"
+    before = target.read_bytes()
+    result = CliRunner().invoke(
+        app, ["annotate", "examples", str(items), "--out", str(out), "--to", str(target)]
+    )
+    assert result.exit_code == 2 and target.read_bytes() == before
+    assert result.stderr.startswith(f"error: --to {target} is an input of this command")
 
 
 def synthetic(count: int, seed: int, comments: int) -> list[Example]:

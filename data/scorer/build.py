@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -91,7 +92,9 @@ def arguments() -> argparse.Namespace:
 
 
 def build(args: argparse.Namespace) -> None:
-    # Read first: a malformed file is refused before the long parse of the gold set.
+    # Read first: a malformed file or weight is refused before the long parse of the gold set.
+    if not (math.isfinite(args.screening_weight) and args.screening_weight > 0):
+        raise UserError(f"--screening-weight {args.screening_weight}: must be a number above 0")
     screened = load_examples(args.screening_examples) if args.screening_examples is not None else []
     model_name = resolve_model_name(ExtractConfig().model)
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]

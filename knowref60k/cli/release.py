@@ -134,11 +134,12 @@ def stats(
 ) -> None:
     """Summarise a release: splits, agreement, files, each checked against the manifest (present, its
     rows; with --verify its sha256); a damaged release ends in one error line naming the files."""
-    from knowref60k.release.load import check_files, damaged, manifest_files, read_manifest
+    from knowref60k.release.load import check_files, damaged, manifest_files, read_manifest, unlisted_shards
 
     with user_errors():
         manifest = read_manifest(path)
-        checks = check_files(path, manifest_files(manifest, path), verify)
+        entries = manifest_files(manifest, path)
+        checks = check_files(path, entries, verify) + unlisted_shards(path, entries)
     if "warning" in manifest:
         console.print(manifest["warning"], style="bold yellow")
     console.print(f"{manifest['name']} {manifest['version']} (created {manifest['created']})")

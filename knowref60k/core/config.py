@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import hashlib
 import importlib.util
+import math
 import os
 import re
 import tomllib
@@ -291,14 +292,22 @@ def _choice_problem(field: dataclasses.Field[Any], value: Any) -> str | None:
     return f"{field.name} must be one of {', '.join(choices)}, not {value!r}"
 
 
+# Settings reach numpy, pyarrow and random seeds, which hold 64-bit integers.
+WIDEST_INT = 2**63
+
+
 def _type_problem(name: str, value: Any, default: Any) -> str | None:
     """What is wrong with a value, judged by the type of the setting's default (None: a string)."""
     if isinstance(default, bool):
         ok, expected = isinstance(value, bool), "true or false"
     elif isinstance(default, int):
         ok, expected = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+        if ok and not -WIDEST_INT <= value < WIDEST_INT:
+            ok, expected = False, "a whole number that fits in 64 bits"
     elif isinstance(default, float):
         ok, expected = isinstance(value, int | float) and not isinstance(value, bool), "a number"
+        if ok and not math.isfinite(value):
+            ok, expected = False, "a finite number"
     elif isinstance(default, tuple):
         ok = isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
         expected = "a list of strings"

@@ -99,6 +99,15 @@ def refuse_file_as_folder(path: Path, option: str = "--out") -> None:
         raise UserError(f"{option} {path}{where} is a file, not a folder")
 
 
+def refuse_output_over_inputs(output: Path, inputs: Iterable[Path], option: str) -> None:
+    """A UserError when `output` is one of `inputs` (by its resolved path): writing it would destroy what
+    is read."""
+    target = output.resolve()
+    for path in inputs:
+        if path.resolve() == target:
+            raise UserError(f"{option} {output} is an input of this command ({path}): write elsewhere")
+
+
 def output_folder(path: Path, option: str = "--out") -> Path:
     """`path` as a folder to write into, created if missing, before any work is done: a UserError when it,
     or the nearest of its parents that exists, is a file; a StorageError when it cannot be created or

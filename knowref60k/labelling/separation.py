@@ -17,6 +17,8 @@ from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 ROLE_STAGES = {"screener": SCREENING, "resolver": RESOLUTION}
 STAGE_ROLES = {stage: role for role, stage in ROLE_STAGES.items()}
 NO_ROLE, WRONG_ROLE, SCREENED_THIS_ITEM = "no_role", "wrong_role", "screened_this_item"
+# An annotation whose result is not one choice of its stage's (any account can post one through the API).
+MALFORMED_RESULT, NOT_A_CHOICE = "malformed_result", "not_a_choice_of_the_stage"
 
 
 @dataclass
@@ -55,6 +57,8 @@ def explain(vote: Mapping[str, Any], reason: str, email: str) -> str:
         return f"refused the {item}: the account has no role ({enrol})"
     if reason == WRONG_ROLE:
         return f"refused the {item}: the account is not a {STAGE_ROLES[vote['stage']]}"
+    if reason in (MALFORMED_RESULT, NOT_A_CHOICE):
+        return f"refused the {item}: its result is not one of the stage's choices ({vote['choice']})"
     return (
         f"refused the {item}: that account screened the item, and screeners never resolve what they screened"
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from knowref60k.core.errors import UserError
 from knowref60k.core.io import atomic_path
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import SCREENED_VALID, SCREENING, SCREENING_REASONS, decide_stage
@@ -109,12 +110,20 @@ def write_examples(examples: list[dict[str, Any]], path: Path) -> None:
 def load_examples(path: Path) -> list[GoldItem]:
     """Screening-derived examples as tuning items of their origin; a malformed line is a UserError
     naming the file and line."""
-    return judged_items(path, "screening examples", _example_item)
+    items = judged_items(path, "screening examples", _example_item)
+    if not items:
+        raise UserError(f"{path}: no screening examples in the file")
+    return items
 
 
 def _example_item(record: dict[str, Any]) -> GoldItem:
     if record["origin"] != ORIGIN:
         raise ValueError(f"origin must be {ORIGIN!r}, not {record['origin']!r}")
+    for name in ("candidate_id", "sentence", "comment_id"):
+        if not isinstance(record[name], str) or not record[name]:
+            raise ValueError(f"{name} must be a non-empty string, not {record[name]!r}")
+    if not isinstance(record.get("subreddit"), str | None):
+        raise ValueError(f"subreddit must be a string, not {record['subreddit']!r}")
     valid = record["label"] == "valid"
     if not valid and (record["label"] != "invalid" or record["reason"] not in SCREENING_REASONS):
         raise ValueError(f"label {record['label']!r} with reason {record['reason']!r}")

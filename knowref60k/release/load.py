@@ -143,6 +143,14 @@ def _unlisted(folder: Path, prefix: str, shards: list[dict[str, Any]]) -> list[F
     return [FileCheck(name, None, None, "not in the manifest") for name in names if name not in listed]
 
 
+def unlisted_shards(folder: Path, entries: list[dict[str, Any]]) -> list[FileCheck]:
+    """Shards of any split on disk that the manifest does not list (`stats` reports them as damage, as
+    `load_release` refuses them)."""
+    listed = {entry["path"] for entry in entries}
+    names = sorted(path.relative_to(folder).as_posix() for path in (folder / "data").rglob("*.parquet"))
+    return [FileCheck(name, None, None, "not in the manifest") for name in names if name not in listed]
+
+
 def _read_shard(path: Path) -> pa.Table:
     try:
         return pq.read_table(path)
