@@ -122,7 +122,9 @@ lint: setup ## ruff check, ruff format --check, mypy
 # (a Label Studio template, the evaluation) are built once per run by whichever worker asks first
 # (tests/conftest.py, once_per_run); a module's tests stay on one worker (its module fixtures).
 TEST_WORKERS ?= 2
-PYTEST := $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
+# One OpenMP thread per process: with a worker per core, scikit-learn's thread pools spun against the other
+# worker's (a tree fit took ten times as long beside it; alone, one thread is as fast as two).
+PYTEST := OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 unit: setup ## Only the fast unit tests
 	$(PYTEST) -m "not integration"
