@@ -3,6 +3,7 @@ records: each case is refused or harmless."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -166,3 +168,28 @@ def test_a_second_start_never_overwrites_the_pid_of_one_that_runs(tmp_path: Path
     finally:
         running.kill()
         running.wait()
+
+
+def test_quarantine_redacts_every_field_that_can_name_a_person(tmp_path: Path) -> None:
+    """Moderators' and reporters' fields, author keys spelt with invisible or look-alike letters, and names
+    inside a bad value: none reaches the quarantine file."""
+    from knowref60k.core.stats import StageStats
+    from knowref60k.ingest.readers import LineChunk, parse_chunk
+
+    record = {
+        "id": "x",
+        "body": "A comment.",
+        "created_utc": {"author": "secretuser13"},
+        "banned_by": "secretmod1",
+        "approved_by": "secretmod2",
+        "mod_reason_by": "secretmod3",
+        "mod_reports": [["spam", "secretmod4"]],
+        "user_reports": [["rude", 1]],
+        "au\u200bthor": "secretuser14",
+        "\u0430uthor": "secretuser15",
+        "subreddit": "books",
+    }
+    line = orjson.dumps(record) + b"\n"
+    _, (quarantined,) = parse_chunk(LineChunk(1, line), "ndjson", StageStats("lines"))
+    kept = orjson.dumps(dataclasses.asdict(quarantined)).decode()
+    assert "secret" not in kept and "books" in kept and quarantined.reason == "bad_created_utc"

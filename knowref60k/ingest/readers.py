@@ -6,6 +6,7 @@ import bz2
 import hashlib
 import io
 import lzma
+import unicodedata
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ READ_SIZE = 4 * 1024 * 1024
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UTF8_BOM = b"\xef\xbb\xbf"
 REDACTED = "<redacted>"
+# Cyrillic and Greek letters drawn like Latin ones, for comparing key names.
+LATIN_LOOKALIKES = str.maketrans("аеорсухіјѕԁһвкмнтαεορτυχικνβ", "aeopcyxijsdhbkmhtaeoptuxiknb")
 _TEXT_SUFFIXES = {".txt", ".text"}
 _JSON_SUFFIXES = {".ndjson", ".jsonl", ".json"}
 
@@ -374,19 +377,34 @@ def _unusable(
 
 
 def redact_authors(record: Any) -> Any:
-    """The parsed record with the value of every key that contains "author" (any case, at any depth:
-    `author`, `author_fullname`, `author_flair_text`, an `author` object or list) replaced by
-    "<redacted>", in place: a quarantine file keeps what is needed to fix a line, not who wrote it."""
+    """The parsed record with the value of every key that can name a person replaced by "<redacted>", in
+    place, at any depth: a quarantine file keeps what is needed to fix a line, not who wrote or moderated
+    it. Such a key contains "author" (`author`, `author_fullname`, an `author` object), ends in "_by"
+    (`banned_by`, `approved_by`, `mod_reason_by`) or holds reports (`mod_reports`, `user_reports`, whose
+    entries name moderators); keys are compared after removing invisible characters and mapping letters
+    that look Latin to Latin, so `au\u200bthor` or a Cyrillic "а" in `author` are redacted too."""
     pending = [record]
     while pending:  # not recursive: a line may nest a thousand levels deep
         node = pending.pop()
         children = node.items() if isinstance(node, dict) else enumerate(node)
         for key, value in children:
-            if isinstance(key, str) and "author" in key.lower():
+            if isinstance(key, str) and _names_a_person(key):
                 node[key] = REDACTED
             elif isinstance(value, dict | list):
                 pending.append(value)
     return record
+
+
+def _names_a_person(key: str) -> bool:
+    visible = "".join(c for c in unicodedata.normalize("NFKC", key) if unicodedata.category(c) != "Cf")
+    folded = visible.casefold().translate(LATIN_LOOKALIKES)
+    return "author" in folded or folded.endswith("_by") or folded.endswith("reports")
+
+
+def _shown(value: Any) -> str:
+    """A bad value as a quarantine detail may show it: scalars as they are, containers by their type only
+    (they may hold a name)."""
+    return repr(value) if not isinstance(value, dict | list) else f"a JSON {type(value).__name__}"
 
 
 def _parse_text_line(line_number: int, line: bytes) -> Comment | QuarantinedLine:
@@ -410,7 +428,7 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
         return _unusable(line_number, line, record, "missing_body", "no string field 'body' (or 'text')")
     created = _as_int(record.get("created_utc"))
     if created is False:
-        return _unusable(line_number, line, record, "bad_created_utc", repr(record.get("created_utc")))
+        return _unusable(line_number, line, record, "bad_created_utc", _shown(record.get("created_utc")))
     return Comment(
         comment_id=_as_text(record.get("id")) or str(line_number),
         body=body,
