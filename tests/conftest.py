@@ -258,6 +258,21 @@ def use_label_studio(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Non
     monkeypatch.setenv("KNOWREF60K_LABELSTUDIO_DIR", str(settings.state_dir))
 
 
+def fresh_settings(project: str, state_dir: Path, database: str = "sqlite") -> Settings:
+    """Settings for a Label Studio of the suite's own: a free port, new credentials."""
+    import secrets
+
+    return Settings(
+        url=f"http://127.0.0.1:{free_port()}",
+        username="admin@knowref60k.test",
+        password=secrets.token_urlsafe(12),
+        api_key=secrets.token_hex(20),
+        project=project,
+        state_dir=state_dir,
+        database=database,
+    )
+
+
 def free_port() -> int:
     import socket
 
@@ -283,16 +298,7 @@ def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
         missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
 
     def migrate(state_dir: Path) -> None:
-        import secrets
-
-        settings = Settings(
-            url=f"http://127.0.0.1:{free_port()}",
-            username="admin@knowref60k.test",
-            password=secrets.token_urlsafe(12),
-            api_key=secrets.token_hex(20),
-            project="knowref60k test",
-            state_dir=state_dir,
-        )
+        settings = fresh_settings("knowref60k test", state_dir)
         template = Server(settings)
         template.start()
         template.stop()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import secrets
 import socket
 import subprocess
 import threading
@@ -33,7 +32,7 @@ from annotation.simulate import AnnotatorSession
 from annotation.tasks import CAREFUL
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
-from tests.conftest import free_port, missing_prerequisite, wait_for
+from tests.conftest import free_port, fresh_settings, missing_prerequisite, wait_for
 from tests.test_annotation import item
 
 # No audit items: these tests count every slot (the audit share: tests/test_slots.py, tests/test_release.py).
@@ -309,15 +308,7 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
         postgres_bin()
     except UserError as error:
         missing_prerequisite(str(error))
-    settings = Settings(
-        url=f"http://127.0.0.1:{free_port()}",
-        username="admin@knowref60k.test",
-        password=secrets.token_urlsafe(12),
-        api_key=secrets.token_hex(20),
-        project="knowref60k on postgresql",
-        state_dir=tmp_path / "state",
-        database="postgresql",
-    )
+    settings = fresh_settings("knowref60k on postgresql", tmp_path / "state", "postgresql")
     server = Server(settings)
     database = LocalPostgres(settings.state_dir, settings.port + POSTGRES_PORT_OFFSET)
     try:
