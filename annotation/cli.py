@@ -147,7 +147,7 @@ def _print_collect(report: dict[str, Any]) -> None:
     closed = {stage: changes for stage, changes in report["closed_tasks"].items() if any(changes.values())}
     if closed:
         typer.echo(f"tasks closed / reopened: {closed}")
-    for line in report["refused_lines"]:
+    for line in [*report["webhook_changes"], *report["refused_lines"]]:
         typer.echo(line, err=True)
     if report["refused_votes"]:
         typer.echo(f"refused votes (also in refused-votes.jsonl): {report['refused_votes']}", err=True)

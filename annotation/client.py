@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,8 +18,9 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from annotation.settings import SECRET_HEADER, WEBHOOK_ACTIONS, Settings, receiver_url, webhook_secret
+from annotation.settings import Settings, receiver_url, webhook_secret
 from annotation.tasks import TASK_BUILDERS
+from annotation.webhooks import WebhookSpec, review
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
@@ -118,6 +119,7 @@ class LabelStudioClient:
         # Projects made with another `maximum_annotations` than the rule's initial overlap: the overlap
         # their new tasks are given after import.
         self.overlap_at_import: dict[int, int] = {}
+        self.webhook_changes: list[str] = []
 
     def __enter__(self) -> LabelStudioClient:
         return self
@@ -183,29 +185,33 @@ class LabelStudioClient:
         if project.maximum_annotations != initial_overlap:
             self.overlap_at_import[project_id] = initial_overlap
         self.ensure_annotator_view(project_id)
-        self.ensure_webhook(project_id)
+        self.review_webhooks([project_id])
         return project_id
 
     @property
     def sampling(self) -> str:
         return SAMPLING.get(self.settings.database, DEFAULT_SAMPLING)
 
-    def ensure_webhook(self, project: int) -> None:
-        """The project's webhook to the vote receiver (annotation.receiver), with the shared secret."""
-        url = receiver_url(self.settings)
-        hooks: list[Any] = self.call(self.sdk.webhooks.list, project=str(project))
-        if any(hook.url == url and hook.project == project for hook in hooks):
-            return
-        self.call(
-            self.sdk.webhooks.create,
-            url=url,
-            project=project,
-            send_payload=True,
-            send_for_all_actions=False,
-            actions=list(WEBHOOK_ACTIONS),
-            headers={SECRET_HEADER: webhook_secret(self.settings)},
-            is_active=True,
-        )
+    def review_webhooks(self, projects: Collection[int]) -> list[str]:
+        """Keep the webhooks of our `projects` as the pipeline set them (annotation.webhooks): remove any
+        other that sends their events, restore ours, make it where it is missing. Returns a line for each
+        change, also logged and kept in `webhook_changes`."""
+        hooks = [hook.model_dump(mode="json") for hook in self.call(self.sdk.webhooks.list)]
+        spec = WebhookSpec(receiver_url(self.settings), webhook_secret(self.settings))
+        found = review(hooks, projects, spec)
+        for hook_id in found.remove:
+            self.call(self.sdk.webhooks.delete, hook_id)
+        for hook_id in found.restore:
+            self.call(self.sdk.webhooks.update, hook_id, url=spec.url, **spec.fields())
+        for line in found.lines:
+            log.warning("%s", line)
+        made = [f"made the webhook of project {project}: it had none" for project in found.create]
+        for project, line in zip(found.create, made, strict=True):
+            self.call(self.sdk.webhooks.create, url=spec.url, project=project, **spec.fields())
+            log.info("%s", line)
+        changes = found.lines + made
+        self.webhook_changes += changes
+        return changes
 
     def ensure_annotator_view(self, project: int) -> None:
         """The project's data-manager tab for annotators: the sentence as text, no markup, ids or answers.
@@ -231,6 +237,21 @@ class LabelStudioClient:
         """Every task of the project with its data and annotations."""
         tasks: list[dict[str, Any]] = self.call(self.sdk.projects.exports.as_json, project, timeout=600)
         return tasks
+
+    def stored_task(self, task_id: int) -> dict[str, Any] | None:
+        """The task as Label Studio stores it (data, annotations, overlap, is_labeled, project); None when
+        there is no such task."""
+
+        def get() -> dict[str, Any] | None:
+            try:
+                found: dict[str, Any] = self.sdk.tasks.get(str(task_id)).model_dump(mode="json")
+            except ApiError as error:
+                if error.status_code == 404:
+                    return None
+                raise
+            return found
+
+        return self.call(get)
 
     # ---- pushing ----
 

@@ -1,5 +1,6 @@
-"""Collect both stages from Label Studio: every vote, the tasks' state, the votes the roles refuse; and
-close every task whose outcome is decided, so that nobody is served it again.
+"""Collect both stages from Label Studio: every vote, the tasks' state, the votes the roles refuse; close
+every task whose outcome is decided, so that nobody is served it again; and keep the projects' webhooks as
+the pipeline set them (annotation.webhooks).
 
 Writes into OUT: `votes.parquet` (the accepted votes of both stages), `tasks.parquet` (every task with its
 state after closing), `refused-votes.jsonl` (each refused vote with its reason) and `collect.json`.
@@ -50,6 +51,7 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
             f"no knowref60k project at {client.settings.url} named {client.settings.project!r} (deleted?); "
             "push items first: knowref60k annotate push ITEMS..."
         )
+    webhooks = client.review_webhooks([int(project.id) for project in projects.values()])
     exported = {stage: client.export(int(project.id)) for stage, project in projects.items()}
     states = {stage: task_states(client, int(project.id), stage) for stage, project in projects.items()}
     counts, votes, malformed = VoteCounts(), [], []
@@ -83,6 +85,7 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
         **changes,
         "simulated_votes": sum(v["simulated"] for v in separated.accepted),
         "emails": {str(uid): emails.get(uid, "?") for uid in sorted({v["annotator_id"] for v in votes})},
+        "webhook_changes": webhooks,
     }
     write_json_atomic(out_dir / "collect.json", report)
     return {**report, "refused_lines": refused_lines}

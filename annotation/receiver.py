@@ -2,10 +2,11 @@
 
 Label Studio sends a webhook synchronously, inside the annotator's request, with a 1 s timeout; so the
 receiver answers at once and leaves the work to a few worker threads: decide the task, raise or close
-its overlap, promote an item screening accepted (annotation.settle). It refuses a request without the
-shared secret (403), answers a bad payload with 400 and a log line, ignores events of other projects and
-repeated events, and loses nothing it cannot repair: whatever it misses (it was down, Label Studio was
-restarted, a settle failed) the periodic sync (`annotation.collect`) reconciles.
+its overlap, promote an item screening accepted (annotation.settle). An event only names the task to
+settle: what is acted on is read back from Label Studio with the pipeline's token. It refuses a request
+without the shared secret (403), answers a bad payload with 400 and a log line, ignores events of other
+projects and repeated events, and loses nothing it cannot repair: whatever it misses (it was down, Label
+Studio was restarted, a settle failed) the periodic sync (`annotation.collect`) reconciles.
 
     python -m annotation.receiver start [--items output/run/items] [--config FILE]    (make labelstudio)
     python -m annotation.receiver stop|status [--demo]
@@ -50,6 +51,7 @@ from annotation.settle import Settler
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import private_dir
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.decisions import STAGES
 
 log = logging.getLogger(__name__)
 WORKERS = 16
@@ -129,7 +131,6 @@ class Receiver:
         if stage is None:
             return self._count("other_project")
         if action == "ANNOTATIONS_DELETED":  # the payload names no task: the next sync reopens it
-            self.settler.forget()  # and no task's annotations are known for sure any more
             return self._count("deletions_left_to_sync")
         annotation, task = payload.get("annotation"), payload.get("task")
         if (
@@ -138,8 +139,8 @@ class Receiver:
             or not isinstance(task.get("id"), int)
         ):
             raise ValueError(f"{action} without an annotation and its task")
-        if not isinstance(annotation.get("id"), int) or not isinstance(task.get("data"), dict):
-            raise ValueError(f"{action}: an annotation without an id or a task without data")
+        if not isinstance(annotation.get("id"), int):
+            raise ValueError(f"{action}: an annotation without an id")
         with self._lock:
             key = (action, annotation.get("id"), annotation.get("updated_at"))
             if key in self._seen:
@@ -160,15 +161,15 @@ class Receiver:
         while True:
             task_id, stage, events = self.queue.take()
             try:
-                self._count(self._settle(task_id, stage, events))
+                self._count(self._settle(task_id, stage))
                 self._timed([time.monotonic() - event[RECEIVED] for event in events])
             finally:
                 self.queue.done(task_id)
 
-    def _settle(self, task_id: int, stage: str, events: list[dict[str, Any]]) -> str:
+    def _settle(self, task_id: int, stage: str) -> str:
         for attempt in range(ATTEMPTS):
             try:
-                return self.settler.settle(task_id, stage, events)
+                return self.settler.settle(task_id, stage)
             except (ServiceUnavailable, UserError) as error:
                 log.warning(
                     "settling task %s failed (try %d of %d): %s", task_id, attempt + 1, ATTEMPTS, error
@@ -249,11 +250,22 @@ def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) 
     log.info("settling through Label Studio at %s", api_url)
     client = LabelStudioClient(settings, api_url=api_url)
     receiver = Receiver(Settler(client, config, items), webhook_secret(settings))
+    review_webhooks(client)
     address = urlsplit(receiver_url(settings))
     server = ThreadingHTTPServer((address.hostname or "127.0.0.1", address.port or 80), handler_for(receiver))
     server.daemon_threads = True
     receiver.start_workers()
     return server
+
+
+def review_webhooks(client: LabelStudioClient) -> None:
+    """Put the projects' webhooks back as the pipeline set them before listening (annotation.webhooks);
+    a server that does not answer yet leaves it to the next sync."""
+    try:
+        found = [client.find_project(stage) for stage in STAGES]
+        client.review_webhooks([int(project.id) for project in found if project is not None])
+    except (ServiceUnavailable, UserError) as error:
+        log.warning("webhooks not reviewed at start (the next sync does): %s", error)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,9 +19,11 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres, database_environment
-from annotation.settings import REPO, Settings, demo_settings, load_settings
+from annotation.settings import REPO, Settings, demo_settings, load_settings, receiver_url
+from annotation.webhooks import banned_networks
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import private_dir
 
@@ -150,9 +153,11 @@ class Server(Background):
             LABEL_STUDIO_USER_TOKEN=self.settings.api_key,
             # The admin token above is a "legacy" token: refused unless enabled on the first start.
             LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
-            # Its webhooks go to the vote receiver on loopback, which the SSRF guard would refuse; the
-            # server listens on loopback only, and only the admin can create webhooks or imports by URL.
-            SSRF_PROTECTION_ENABLED="false",
+            # Any account can create webhooks and imports by URL: the SSRF guard refuses every private or
+            # reserved address but the vote receiver's own.
+            SSRF_PROTECTION_ENABLED="true",
+            USE_DEFAULT_BANNED_SUBNETS="false",
+            USER_ADDITIONAL_BANNED_SUBNETS=",".join(banned_networks(receiver_addresses(self.settings))),
             COLLECT_ANALYTICS="false",
             SENTRY_DSN="",
             FRONTEND_SENTRY_DSN="",
@@ -286,6 +291,16 @@ def label_studio_package_dir() -> Path:
     if not found:
         raise RuntimeError(f"no label_studio package beside {LABEL_STUDIO}: run `make labelstudio`")
     return found[-1]
+
+
+def receiver_addresses(settings: Settings) -> set[str]:
+    """The addresses the vote receiver's host name resolves to (none when it does not resolve: then the
+    server's guard refuses the webhook, and the push says so)."""
+    host = urlsplit(receiver_url(settings)).hostname or ""
+    try:
+        return {str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except (socket.gaierror, UnicodeError):
+        return set()
 
 
 def _answers(url: str) -> bool:

@@ -28,8 +28,8 @@ from knowref60k.labelling.slots import QueueState
 
 log = logging.getLogger(__name__)
 CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"
-# Tasks whose annotations are kept between events: far more than are being labelled at once.
-REMEMBERED_TASKS = 200_000
+# What a settle did with an event whose task is not in its stage's project (forged, or since deleted).
+NOT_OURS = "not_in_project"
 
 
 @contextmanager
@@ -64,15 +64,6 @@ class ItemIndex:
         return self._rows.get(item_id)
 
 
-@dataclass
-class TaskView:
-    """What the receiver knows of a task: its data, every annotation on it, its queue state."""
-
-    data: dict[str, Any]
-    annotations: dict[int, dict[str, Any]]
-    state: QueueState | None = None
-
-
 class Settler:
     """Applies votes to their tasks on one Label Studio server, with the labelling config's rules."""
 
@@ -84,7 +75,6 @@ class Settler:
         self.items = ItemIndex(tuple(items))
         self.projects: dict[int, str] = {}
         self.role_of: dict[int, str | None] = {}
-        self.views: dict[int, TaskView] = {}
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -99,51 +89,33 @@ class Settler:
             self.role_of = {user["id"]: by_email.get(user["email"]) for user in self.client.users()}
         return self.role_of.get(annotator)
 
-    def settle(self, task_id: int, stage: str, events: list[dict[str, Any]]) -> str:
-        """Apply a task's webhook events (in the order they came): decide it from the votes its
-        annotators' roles allow, promote it when screening accepted it, then close it or set its overlap
-        to its votes plus the further votes its rule can still use. Returns what changed. The task's
-        annotations are kept from event to event, and read from the server only when the events do not
-        account for all of them (the receiver started after its first vote, or missed one)."""
-        view = self._view(task_id, events)
-        annotations = [a for a in view.annotations.values() if not a.get("was_cancelled")]
+    def settle(self, task_id: int, stage: str) -> str:
+        """Settle a task after a webhook named it: read it from Label Studio with the pipeline's token,
+        decide it from the votes its annotators' roles allow, promote it when screening accepted it, then
+        close it or set its overlap to its votes plus the further votes its rule can still use. Returns
+        what changed. The event is only a hint: a forged or replayed one costs a read and changes nothing
+        the stored task does not call for."""
+        task = self.client.stored_task(task_id)
+        if task is None or task.get("project") != self.project_of(stage):
+            return NOT_OURS
+        annotations = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
         votes = votes_from_export(
-            [{"id": task_id, "data": view.data, "annotations": annotations}], stage, frozenset()
+            [{"id": task_id, "data": task["data"], "annotations": annotations}], stage, frozenset()
         ).votes
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
-        item_id, careful = str(view.data["item_id"]), bool(view.data.get(CAREFUL))
+        item_id, careful = str(task["data"]["item_id"]), bool(task["data"].get(CAREFUL))
         decision = decide(item_id, allowed, self.config.rule(stage, careful))
         if stage == SCREENING and decision.status == SCREENED_VALID and not is_control(item_id):
             self.promote(item_id)
         choices = [vote["choice"] for vote in (*decision.votes, *decision.late)]
         state = self.config.queue_state(stage, item_id, choices, len(annotations), careful)
-        if state == view.state:
+        if state == QueueState(int(task["overlap"]), bool(task["is_labeled"])):
             return UNCHANGED
         self.client.set_queue_state(task_id, state.overlap, state.closed)
-        view.state = state
         return CLOSED if state.closed else RAISED
 
-    def forget(self) -> None:
-        """Read every task's annotations from the server again at its next event (after a deletion)."""
-        self.views = {}
-
-    def _view(self, task_id: int, events: list[dict[str, Any]]) -> TaskView:
-        task = events[-1]["task"]
-        view = self.views.get(task_id)
-        if view is None:
-            view = TaskView(task["data"], {})
-        for event in events:
-            view.annotations[int(event["annotation"]["id"])] = event["annotation"]
-        # The latest event's task is the server's word on its state and its count of annotations.
-        view.state = QueueState(int(task["overlap"]), bool(task["is_labeled"]))
-        counted = int(task.get("total_annotations") or 0) + int(task.get("cancelled_annotations") or 0)
-        if len(view.annotations) < counted:
-            listed = self.client.call(self.client.sdk.annotations.list, id=task_id)
-            view.annotations = {int(a.id): a.model_dump(mode="json") for a in listed}
-        self.views[task_id] = view
-        while len(self.views) > REMEMBERED_TASKS:
-            self.views.pop(next(iter(self.views)))
-        return view
+    def project_of(self, stage: str) -> int | None:
+        return next((project for project, named in self.projects.items() if named == stage), None)
 
     def promote(self, item_id: str) -> bool:
         """Import the item into resolution unless it is there; False when it is there or its row is

@@ -43,13 +43,8 @@ LATER = "2099-01-01T00:00:00.000000Z"
 class FakeSettler:
     """Stands in for annotation.settle.Settler in the unit tests below: project 7 is the resolution one."""
 
-    forgotten = 0
-
     def stage_of(self, project: int) -> str | None:
         return RESOLUTION if project == 7 else None
-
-    def forget(self) -> None:
-        self.forgotten += 1
 
 
 def event(
@@ -104,7 +99,6 @@ def test_the_receiver_queues_our_votes_once_and_refuses_what_is_not_a_vote() -> 
         with pytest.raises(ValueError):
             receiver.accept(bad)
     assert receiver.report()["queued"] == 1 and not receiver.report()["idle"]
-    assert settler.forgotten == 1  # a deletion: every task's annotations are read again
 
 
 @pytest.fixture
@@ -552,3 +546,42 @@ def test_a_malformed_vote_is_refused_and_neither_the_receiver_nor_collect_stops(
     assert refused["reason"] == "malformed_result" and refused["email"] == sessions[0].account.email
     assert refused["choice"] == '[{"type":"choices","value":{"choices":[["x"]]}}]'
     assert any("not one of the stage's choices" in line for line in report["refused_lines"])
+
+
+@pytest.mark.integration
+def test_a_forged_event_with_the_secret_changes_nothing_the_stored_task_does_not_call_for(
+    project: Settings,
+) -> None:
+    """Whoever holds the secret can send any event: the receiver reads the task back from Label Studio, so
+    a vote that is not stored decides nothing, promotes nothing and closes nothing, and a task of another
+    project is not touched."""
+    with LabelStudioClient(project) as client:
+        client.push([item(2)], SCREENING, CONFIG.initial_overlap(SCREENING), seed=0)
+        client.push([item(0)], RESOLUTION, CONFIG.initial_overlap(RESOLUTION), seed=0)
+        screening = client.existing_project(SCREENING)
+        (screening_task,) = client.export(screening)
+        (resolution_task,) = client.export(client.existing_project(RESOLUTION))
+        before = [state(client, t["id"]) for t in (screening_task, resolution_task)]
+        url, secret = receiver_url(project), webhook_secret(project)
+        (screener,) = create_accounts(client, "screener", 1)
+        forged_vote = {
+            "id": 99999,
+            "completed_by": client.user_id(screener.email),
+            "result": [{"type": "choices", "from_name": "screening", "value": {"choices": ["valid"]}}],
+            "created_at": LATER,
+            "updated_at": LATER,
+        }
+        claims = {**screening_task, "overlap": 1, "is_labeled": True, "total_annotations": 1}
+        for number, task in enumerate((claims, {**resolution_task, "data": screening_task["data"]})):
+            event = {
+                "action": "ANNOTATION_CREATED",
+                "annotation": {**forged_vote, "id": 99999 + number, "task": task["id"]},
+                "task": task,
+                "project": {"id": screening},
+            }
+            assert httpx.post(url, json=event, headers={SECRET_HEADER: secret}).json()["result"] == "queued"
+        wait_for(lambda: settled(project), 120, "the receiver to settle the forged events", interval=0.05)
+        assert [state(client, t["id"]) for t in (screening_task, resolution_task)] == before
+        assert not client.has_item(client.existing_project(RESOLUTION), screening_task["data"]["item_id"])
+        health = ReceiverProcess(project).health()
+        assert health is not None and (health["unchanged"], health["not_in_project"]) == (1, 1)
