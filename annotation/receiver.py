@@ -59,6 +59,10 @@ ATTEMPTS = 3
 # Events remembered to ignore a repeat: far more than are in flight at once.
 REMEMBERED = 100_000
 MAX_BODY = 4 * 2**20
+# Connections served at once, and how long one may stay silent: a connection that sends nothing must not
+# keep a thread for ever (Label Studio's webhook gives up after a second or so anyway).
+MAX_CONNECTIONS = 128
+IDLE_SECONDS = 10.0
 # The settle times reported are those of the last this many events.
 TIMED = 10_000
 # Where an event's arrival time is kept in the queue (a key no webhook payload has).
@@ -202,8 +206,46 @@ class Receiver:
             }
 
 
-def handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
+class ReceiverServer(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` of them: a connection past that is closed at
+    once and counted, so a flood of silent connections cannot grow the process without bound."""
+
+    daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS  # the listen backlog: a burst of votes is not refused by the kernel
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        receiver: Receiver,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
+        super().__init__(address, handler)
+        self.receiver = receiver
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.receiver._count("connections_refused")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def handler_for(receiver: Receiver, idle_seconds: float = IDLE_SECONDS) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = idle_seconds
+
         def do_POST(self) -> None:
             if not receiver.authorised(self.headers.get(SECRET_HEADER)):
                 receiver._count("refused")
@@ -244,7 +286,7 @@ def handler_for(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) -> ThreadingHTTPServer:
+def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) -> ReceiverServer:
     """The receiver for `settings`' server, listening where `receiver_url` says, its workers started."""
     api_url = settle_url(settings)
     log.info("settling through Label Studio at %s", api_url)
@@ -252,8 +294,9 @@ def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) 
     receiver = Receiver(Settler(client, config, items), webhook_secret(settings))
     review_webhooks(client)
     address = urlsplit(receiver_url(settings))
-    server = ThreadingHTTPServer((address.hostname or "127.0.0.1", address.port or 80), handler_for(receiver))
-    server.daemon_threads = True
+    server = ReceiverServer(
+        (address.hostname or "127.0.0.1", address.port or 80), handler_for(receiver), receiver
+    )
     receiver.start_workers()
     return server
 

@@ -28,8 +28,10 @@ DEMO_PROJECT = "knowref60k demo (simulated annotators)"
 RECEIVER_PORT_OFFSET = 10
 SECRET_HEADER = "X-Knowref60k-Secret"
 WEBHOOK_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED")
-# Label Studio's worker processes on PostgreSQL (annotation.server; docs/labelling-operations.md).
+# Label Studio's worker processes on PostgreSQL (annotation.server; docs/labelling-operations.md), and
+# the most one server may start: each holds a whole Django application in memory.
 DEFAULT_WORKERS = 3
+MAX_WORKERS = 64
 KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
 
 
@@ -140,8 +142,10 @@ class LabelStudioConfig:
         from annotation.database import database_problem
         from knowref60k.core.errors import UserError
 
-        if self.workers < 1:
-            raise UserError(f"[labelstudio] workers must be at least 1, not {self.workers}")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise UserError(
+                f"[labelstudio] workers must be a whole number from 1 to {MAX_WORKERS}, not {self.workers}"
+            )
         if problem := database_problem(self.database):
             raise UserError(problem)
 

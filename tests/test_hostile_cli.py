@@ -341,11 +341,11 @@ def test_input_that_is_no_readable_file_says_what_it_is(tmp_path: Path, kind: st
 
 
 def test_unreadable_input_file_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-
+    """The command line's own check (os.access) meets it first, then the library's (opening it)."""
     dump = one_comment(tmp_path)
     dump.chmod(0)
     if os.geteuid() == 0:  # root reads any file: refuse it as the kernel refuses everyone else
-        opened = Path.open
+        opened, access = Path.open, os.access
 
         def refused(path: Path, *args: Any, **kwargs: Any) -> Any:
             if path == dump:
@@ -353,10 +353,34 @@ def test_unreadable_input_file_is_one_line(tmp_path: Path, monkeypatch: pytest.M
             return opened(path, *args, **kwargs)
 
         monkeypatch.setattr(Path, "open", refused)
+
+        def no_access(path: Any, mode: int, **kwargs: Any) -> bool:
+            return str(path) != str(dump) and access(path, mode, **kwargs)
+
+        monkeypatch.setattr(os, "access", no_access)
+    assert_one_line_error(
+        cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
+        f"error: Invalid value for 'DUMP': path '{dump}' is not readable.",
+    )
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: True)
     assert_one_line_error(
         cli("extract", str(dump), "--out", str(tmp_path / "o"), "--model", "nope_sm"),
         f"error: input file is not readable (permission denied): {dump}",
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        (["extract", "x.zst", "--out", "o", "--workers", "abc"], "Invalid value for '--workers'"),
+        (["annotate", "users", "--role", "screener", "--count", "x"], "Invalid value for '--count'"),
+        (["extract", "--no-such-option"], "No such option: --no-such-option"),
+        (["extract"], "Missing argument 'DUMP'"),
+    ],
+)
+def test_command_line_mistakes_are_one_line_not_a_usage_block(arguments: list[str], problem: str) -> None:
+    line = assert_one_line_error(cli(*arguments), problem)
+    assert line.endswith("--help')")
 
 
 # D18: 0.9,0.2,-0.1 summed to 1 and was accepted: an empty test split, "test": -0.1 in the manifest.

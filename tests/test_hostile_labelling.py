@@ -193,3 +193,18 @@ def test_quarantine_redacts_every_field_that_can_name_a_person(tmp_path: Path) -
     _, (quarantined,) = parse_chunk(LineChunk(1, line), "ndjson", StageStats("lines"))
     kept = orjson.dumps(dataclasses.asdict(quarantined)).decode()
     assert "secret" not in kept and "books" in kept and quarantined.reason == "bad_created_utc"
+
+
+def test_quarantine_masks_usernames_written_in_the_text() -> None:
+    from knowref60k.core.stats import StageStats
+    from knowref60k.ingest.readers import LineChunk, parse_chunk
+
+    record = {
+        "id": "x",
+        "body": "Thanks u/secretuser21, and /u/Secret-User22 too (see reddit.com/user/secretuser23).",
+        "created_utc": "u/secretuser24",
+        "subreddit": "books",
+    }
+    _, (quarantined,) = parse_chunk(LineChunk(1, orjson.dumps(record) + b"\n"), "ndjson", StageStats("lines"))
+    kept = orjson.dumps(dataclasses.asdict(quarantined)).decode()
+    assert "ecret" not in kept and kept.count("u/<redacted>") == 5 and "Thanks u/<redacted>," in kept

@@ -25,7 +25,7 @@ from annotation.accounts import create_accounts
 from annotation.client import LabelStudioClient
 from annotation.collect import collect
 from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
-from annotation.receiver import Receiver, ReceiverProcess, TaskQueue
+from annotation.receiver import Receiver, ReceiverProcess, ReceiverServer, TaskQueue, handler_for
 from annotation.server import APPLICATION_DIR, LABEL_STUDIO, Server, label_studio_package_dir, settle_url
 from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
 from annotation.simulate import AnnotatorSession
@@ -99,6 +99,27 @@ def test_the_receiver_queues_our_votes_once_and_refuses_what_is_not_a_vote() -> 
         with pytest.raises(ValueError):
             receiver.accept(bad)
     assert receiver.report()["queued"] == 1 and not receiver.report()["idle"]
+
+
+def test_silent_connections_are_bounded_and_dropped_when_idle() -> None:
+    """A flood of connections that send nothing holds at most the server's bound of threads, and each
+    thread ends once its connection has been idle for the handler's timeout; the server answers again."""
+    receiver = Receiver(FakeSettler(), "secret")  # type: ignore[arg-type]
+    server = ReceiverServer(("127.0.0.1", 0), handler_for(receiver, idle_seconds=2), receiver, 20)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    before = threading.active_count()
+    silent = [socket.create_connection(server.server_address[:2]) for _ in range(60)]
+    try:
+        wait_for(lambda: receiver.counts["connections_refused"] >= 40, 10, "the connections past the bound")
+        assert threading.active_count() <= before + 20
+        wait_for(lambda: threading.active_count() == before, 10, "the idle connections to be dropped")
+        health = httpx.get(f"http://127.0.0.1:{server.server_address[1]}/health", timeout=5)
+        assert health.status_code == 200 and health.json()["connections_refused"] == 40
+    finally:
+        for connection in silent:
+            connection.close()
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.fixture
@@ -511,13 +532,14 @@ def test_label_studio_keeps_connections_unless_told_otherwise(monkeypatch: pytes
             server.environment()
 
 
-def test_a_worker_count_below_one_is_a_clear_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [0, -2, 65, 100_000])
+def test_a_worker_count_out_of_bounds_is_a_clear_error(tmp_path: Path, workers: int) -> None:
     from annotation.settings import with_config
     from knowref60k.core.errors import UserError
 
     config = tmp_path / "k.toml"
-    config.write_text("[labelstudio]\nworkers = 0\n")
-    with pytest.raises(UserError, match=r"workers must be at least 1, not 0"):
+    config.write_text(f"[labelstudio]\nworkers = {workers}\n")
+    with pytest.raises(UserError, match=rf"workers must be a whole number from 1 to 64, not {workers}$"):
         with_config(Settings("http://127.0.0.1:1", "u", "p", "k"), config)
 
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
+
+# typer carries its own copy of click: its command line errors are of these classes, not click's.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from annotation.cli import annotate_app
@@ -34,6 +39,29 @@ class ExitCodeOfTheSignal(TyperGroup):
             return super().invoke(ctx)
         except Interrupted as interrupt:
             raise typer.Exit(code=128 + interrupt.signum) from None
+
+    def main(  # type: ignore[override]  # the same parameters, named: only standalone_mode is read
+        self, args: Sequence[str] | None = None, standalone_mode: bool = True, **kwargs: Any
+    ) -> Any:
+        """A mistake on the command line (an unknown option, a value of the wrong type, a missing or
+        unreadable argument) is one line naming the option and the problem, exit code 2, not click's
+        usage block; `--help` and a group run without a command still print their help."""
+        if not standalone_mode:
+            return super().main(args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(args, standalone_mode=False, **kwargs)
+        except NoArgsIsHelpError as error:
+            error.show()
+            sys.exit(error.exit_code)
+        except ClickException as error:
+            context = getattr(error, "ctx", None)
+            where = f" (see '{context.command_path} --help')" if context is not None else ""
+            typer.echo(f"error: {error.format_message()}{where}", err=True)
+            sys.exit(error.exit_code)
+        except typer.Abort:
+            typer.echo("aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 app = typer.Typer(

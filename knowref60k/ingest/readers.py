@@ -20,6 +20,7 @@ import zstandard
 from knowref60k.core.config import INPUT_FORMATS
 from knowref60k.core.errors import UserError
 from knowref60k.core.files import check_readable_file
+from knowref60k.core.privacy import mask_user_mentions
 from knowref60k.core.records import Comment, QuarantinedLine
 from knowref60k.core.stats import StageStats
 
@@ -373,7 +374,7 @@ def _unusable(
 ) -> QuarantinedLine:
     """A JSON object that cannot be used: kept for repair, with every author field redacted."""
     raw = orjson.dumps(redact_authors(record)).decode()
-    return QuarantinedLine(line_number, reason, detail, raw, len(line))
+    return QuarantinedLine(line_number, reason, mask_user_mentions(detail), raw, len(line))
 
 
 def redact_authors(record: Any) -> Any:
@@ -382,7 +383,8 @@ def redact_authors(record: Any) -> Any:
     it. Such a key contains "author" (`author`, `author_fullname`, an `author` object), ends in "_by"
     (`banned_by`, `approved_by`, `mod_reason_by`) or holds reports (`mod_reports`, `user_reports`, whose
     entries name moderators); keys are compared after removing invisible characters and mapping letters
-    that look Latin to Latin, so `au\u200bthor` or a Cyrillic "а" in `author` are redacted too."""
+    that look Latin to Latin, so `au\u200bthor` or a Cyrillic "а" in `author` are redacted too. A
+    username written in a text (`u/name`) is masked."""
     pending = [record]
     while pending:  # not recursive: a line may nest a thousand levels deep
         node = pending.pop()
@@ -392,6 +394,8 @@ def redact_authors(record: Any) -> Any:
                 node[key] = REDACTED
             elif isinstance(value, dict | list):
                 pending.append(value)
+            elif isinstance(value, str):
+                node[key] = mask_user_mentions(value)
     return record
 
 

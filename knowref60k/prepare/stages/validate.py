@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.io import CANDIDATE_SCHEMA
+from knowref60k.core.privacy import mask_user_mentions
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stage import Stage
 from knowref60k.prepare.context import Row
@@ -84,5 +85,7 @@ class Validate(Stage[Row, Row]):
             reason, detail = problem
             self.count(reason)
             self.quarantined.append(
-                QuarantinedLine(number, reason, detail, orjson.dumps(row, default=str).decode())
+                QuarantinedLine(
+                    number, reason, detail, mask_user_mentions(orjson.dumps(row, default=str).decode())
+                )
             )

@@ -1,0 +1,35 @@
+"""Usernames written in a sentence (`u/name`, `/u/name`): the sentence is no candidate."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from knowref60k.core.config import ExtractConfig
+from knowref60k.core.privacy import mask_user_mentions, names_a_user
+from knowref60k.extract.stages.mentions import UserMentionFilter
+from tests.test_shape import context
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Roderick is painting Madeline for u/secretuserx, but she is tired.",
+        "Ask /u/Some_User about it.",
+        "Thanks (U/abc-def) for that.",
+        "It was u/abc.",
+    ],
+)
+def test_a_sentence_naming_a_reddit_account_is_dropped(text: str) -> None:
+    stage = UserMentionFilter(context(ExtractConfig()))
+    assert names_a_user(text) and stage.reject(SimpleNamespace(text=text)) == "names_a_user"  # type: ignore[arg-type]
+    assert not names_a_user(mask_user_mentions(text).replace("u/<redacted>", ""))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Anna told you/me that she left.", "She posts in r/books.", "It is flu/cold season.", "Ask u/ab then."],
+)
+def test_slashes_that_name_no_account_are_kept(text: str) -> None:
+    assert not names_a_user(text) and mask_user_mentions(text) == text
