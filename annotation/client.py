@@ -253,6 +253,20 @@ class LabelStudioClient:
 
         return self.call(get)
 
+    def annotations(self, task_id: int) -> list[dict[str, Any]]:
+        """Every annotation of the task as stored (none when the task is gone)."""
+
+        def listed() -> list[dict[str, Any]]:
+            try:
+                found = self.sdk.annotations.list(id=task_id)
+            except ApiError as error:
+                if error.status_code == 404:
+                    return []
+                raise
+            return [annotation.model_dump(mode="json") for annotation in found]
+
+        return self.call(listed)
+
     # ---- pushing ----
 
     def push(

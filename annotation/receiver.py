@@ -52,6 +52,7 @@ from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import private_dir
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
+from knowref60k.labelling.slots import QueueState
 
 log = logging.getLogger(__name__)
 WORKERS = 16
@@ -165,15 +166,16 @@ class Receiver:
         while True:
             task_id, stage, events = self.queue.take()
             try:
-                self._count(self._settle(task_id, stage))
+                self._count(self._settle(task_id, stage, events))
                 self._timed([time.monotonic() - event[RECEIVED] for event in events])
             finally:
                 self.queue.done(task_id)
 
-    def _settle(self, task_id: int, stage: str) -> str:
+    def _settle(self, task_id: int, stage: str, events: list[dict[str, Any]]) -> str:
+        claimed = claimed_state(events[-1]["task"])
         for attempt in range(ATTEMPTS):
             try:
-                return self.settler.settle(task_id, stage)
+                return self.settler.settle(task_id, stage, claimed)
             except (ServiceUnavailable, UserError) as error:
                 log.warning(
                     "settling task %s failed (try %d of %d): %s", task_id, attempt + 1, ATTEMPTS, error
@@ -240,6 +242,14 @@ class ReceiverServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
+
+
+def claimed_state(task: dict[str, Any]) -> QueueState | None:
+    """The task's queue state as an event gives it (Label Studio's, when the event is genuine)."""
+    overlap, labelled = task.get("overlap"), task.get("is_labeled")
+    if type(overlap) is not int or type(labelled) is not bool:
+        return None
+    return QueueState(overlap, labelled)
 
 
 def handler_for(receiver: Receiver, idle_seconds: float = IDLE_SECONDS) -> type[BaseHTTPRequestHandler]:

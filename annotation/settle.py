@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"
 # What a settle did with an event whose task is not in its stage's project (forged, or since deleted).
 NOT_OURS = "not_in_project"
+# Tasks whose project and data are kept: far more than are being labelled at once.
+REMEMBERED_TASKS = 200_000
 
 
 @contextmanager
@@ -64,6 +66,12 @@ class ItemIndex:
         return self._rows.get(item_id)
 
 
+@dataclass(frozen=True)
+class StoredTask:
+    project: int | None
+    data: dict[str, Any]
+
+
 class Settler:
     """Applies votes to their tasks on one Label Studio server, with the labelling config's rules."""
 
@@ -75,6 +83,7 @@ class Settler:
         self.items = ItemIndex(tuple(items))
         self.projects: dict[int, str] = {}
         self.role_of: dict[int, str | None] = {}
+        self.tasks: dict[int, StoredTask] = {}
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -89,30 +98,44 @@ class Settler:
             self.role_of = {user["id"]: by_email.get(user["email"]) for user in self.client.users()}
         return self.role_of.get(annotator)
 
-    def settle(self, task_id: int, stage: str) -> str:
-        """Settle a task after a webhook named it: read it from Label Studio with the pipeline's token,
-        decide it from the votes its annotators' roles allow, promote it when screening accepted it, then
+    def settle(self, task_id: int, stage: str, claimed: QueueState | None = None) -> str:
+        """Settle a task after a webhook named it: read its votes from Label Studio with the pipeline's
+        token, decide it from those its annotators' roles allow, promote it when screening accepted it, then
         close it or set its overlap to its votes plus the further votes its rule can still use. Returns
-        what changed. The event is only a hint: a forged or replayed one costs a read and changes nothing
-        the stored task does not call for."""
-        task = self.client.stored_task(task_id)
-        if task is None or task.get("project") != self.project_of(stage):
+        what changed. The event is only a hint: what is acted on is read back (the task's project and data
+        on its first event, its annotations at every one), so a forged or replayed event costs a read and
+        changes nothing the stored votes do not call for. `claimed`, the task's state as the event gives
+        it, only spares a write that would change nothing."""
+        stored = self.stored_task(task_id)
+        if stored is None or stored.project != self.project_of(stage):
             return NOT_OURS
-        annotations = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
+        annotations = [a for a in self.client.annotations(task_id) if not a.get("was_cancelled")]
         votes = votes_from_export(
-            [{"id": task_id, "data": task["data"], "annotations": annotations}], stage, frozenset()
+            [{"id": task_id, "data": stored.data, "annotations": annotations}], stage, frozenset()
         ).votes
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
-        item_id, careful = str(task["data"]["item_id"]), bool(task["data"].get(CAREFUL))
+        item_id, careful = str(stored.data["item_id"]), bool(stored.data.get(CAREFUL))
         decision = decide(item_id, allowed, self.config.rule(stage, careful))
         if stage == SCREENING and decision.status == SCREENED_VALID and not is_control(item_id):
             self.promote(item_id)
         choices = [vote["choice"] for vote in (*decision.votes, *decision.late)]
         state = self.config.queue_state(stage, item_id, choices, len(annotations), careful)
-        if state == QueueState(int(task["overlap"]), bool(task["is_labeled"])):
+        if state == claimed:
             return UNCHANGED
         self.client.set_queue_state(task_id, state.overlap, state.closed)
         return CLOSED if state.closed else RAISED
+
+    def stored_task(self, task_id: int) -> StoredTask | None:
+        """The task's project and data as Label Studio stores them, read once per task (the pipeline
+        never changes them); None when there is no such task."""
+        if task_id not in self.tasks:
+            task = self.client.stored_task(task_id)
+            if task is None:
+                return None
+            self.tasks[task_id] = StoredTask(task.get("project"), task["data"])
+            while len(self.tasks) > REMEMBERED_TASKS:
+                self.tasks.pop(next(iter(self.tasks)))
+        return self.tasks[task_id]
 
     def project_of(self, stage: str) -> int | None:
         return next((project for project, named in self.projects.items() if named == stage), None)
