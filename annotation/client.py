@@ -18,9 +18,9 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from annotation.settings import Settings, receiver_url, webhook_secret
+from annotation.settings import Settings, receiver_url, state_lock, webhook_secret
 from annotation.tasks import TASK_BUILDERS
-from annotation.webhooks import WebhookSpec, review
+from annotation.webhooks import WebhookReview, WebhookSpec, review
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
@@ -120,6 +120,8 @@ class LabelStudioClient:
         # their new tasks are given after import.
         self.overlap_at_import: dict[int, int] = {}
         self.webhook_changes: list[str] = []
+        # Projects whose webhooks this client has reviewed (a long-lived client reviews a project once).
+        self.reviewed: set[int] = set()
 
     def __enter__(self) -> LabelStudioClient:
         return self
@@ -185,7 +187,8 @@ class LabelStudioClient:
         if project.maximum_annotations != initial_overlap:
             self.overlap_at_import[project_id] = initial_overlap
         self.ensure_annotator_view(project_id)
-        self.review_webhooks([project_id])
+        if project_id not in self.reviewed:
+            self.review_webhooks([project_id])
         return project_id
 
     @property
@@ -194,24 +197,52 @@ class LabelStudioClient:
 
     def review_webhooks(self, projects: Collection[int]) -> list[str]:
         """Keep the webhooks of our `projects` as the pipeline set them (annotation.webhooks): remove any
-        other that sends their events, restore ours, make it where it is missing. Returns a line for each
-        change, also logged and kept in `webhook_changes`."""
-        hooks = [hook.model_dump(mode="json") for hook in self.call(self.sdk.webhooks.list)]
+        other that sends their events, restore ours, make it where it is missing; one review at a time
+        per server, and a webhook gone meanwhile is no error. Returns a line for each change, also logged
+        and kept in `webhook_changes`."""
         spec = WebhookSpec(receiver_url(self.settings), webhook_secret(self.settings))
-        found = review(hooks, projects, spec)
-        for hook_id in found.remove:
-            self.call(self.sdk.webhooks.delete, hook_id)
-        for hook_id in found.restore:
-            self.call(self.sdk.webhooks.update, hook_id, url=spec.url, **spec.fields())
+        with state_lock(self.settings, "webhooks"):
+            hooks = [hook.model_dump(mode="json") for hook in self.call(self.sdk.webhooks.list)]
+            found = review(hooks, projects, spec)
+            made = self._apply(found, {int(hook["id"]): hook.get("project") for hook in hooks}, spec)
         for line in found.lines:
             log.warning("%s", line)
-        made = [f"made the webhook of project {project}: it had none" for project in found.create]
-        for project, line in zip(found.create, made, strict=True):
-            self.call(self.sdk.webhooks.create, url=spec.url, project=project, **spec.fields())
+        for line in made:
             log.info("%s", line)
-        changes = found.lines + made
-        self.webhook_changes += changes
-        return changes
+        self.reviewed.update(projects)
+        self.webhook_changes += found.lines + made
+        return found.lines + made
+
+    def _apply(self, found: WebhookReview, project_of: dict[int, Any], spec: WebhookSpec) -> list[str]:
+        """Carry out a review; returns a line for each webhook made (ours was missing, or went away
+        while it was being restored)."""
+        delete, update = (
+            self._unless_gone(self.sdk.webhooks.delete),
+            self._unless_gone(self.sdk.webhooks.update),
+        )
+        for hook_id in found.remove:
+            self.call(delete, hook_id)
+        missing = list(found.create)
+        for hook_id in found.restore:
+            if self.call(update, hook_id, url=spec.url, **spec.fields()) is None:
+                missing.append(int(project_of[hook_id]))
+        for project in missing:
+            self.call(self.sdk.webhooks.create, url=spec.url, project=project, **spec.fields())
+        return [f"made the webhook of project {project}: it had none" for project in missing]
+
+    @staticmethod
+    def _unless_gone(function: Callable[..., T]) -> Callable[..., T | None]:
+        """`function`, answering None where Label Studio answers 404 (the thing is gone)."""
+
+        def called(*args: Any, **kwargs: Any) -> T | None:
+            try:
+                return function(*args, **kwargs)
+            except ApiError as error:
+                if error.status_code == 404:
+                    return None
+                raise
+
+        return called
 
     def ensure_annotator_view(self, project: int) -> None:
         """The project's data-manager tab for annotators: the sentence as text, no markup, ids or answers.
@@ -241,31 +272,13 @@ class LabelStudioClient:
     def stored_task(self, task_id: int) -> dict[str, Any] | None:
         """The task as Label Studio stores it (data, annotations, overlap, is_labeled, project); None when
         there is no such task."""
-
-        def get() -> dict[str, Any] | None:
-            try:
-                found: dict[str, Any] = self.sdk.tasks.get(str(task_id)).model_dump(mode="json")
-            except ApiError as error:
-                if error.status_code == 404:
-                    return None
-                raise
-            return found
-
-        return self.call(get)
+        found = self.call(self._unless_gone(self.sdk.tasks.get), str(task_id))
+        return None if found is None else found.model_dump(mode="json")
 
     def annotations(self, task_id: int) -> list[dict[str, Any]]:
         """Every annotation of the task as stored (none when the task is gone)."""
-
-        def listed() -> list[dict[str, Any]]:
-            try:
-                found = self.sdk.annotations.list(id=task_id)
-            except ApiError as error:
-                if error.status_code == 404:
-                    return []
-                raise
-            return [annotation.model_dump(mode="json") for annotation in found]
-
-        return self.call(listed)
+        found = self.call(self._unless_gone(self.sdk.annotations.list), id=task_id)
+        return [annotation.model_dump(mode="json") for annotation in found or []]
 
     # ---- pushing ----
 

@@ -16,11 +16,13 @@ Studio was restarted, a settle failed) the periodic sync (`annotation.collect`) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hmac
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -60,10 +62,11 @@ ATTEMPTS = 3
 # Events remembered to ignore a repeat: far more than are in flight at once.
 REMEMBERED = 100_000
 MAX_BODY = 4 * 2**20
-# Connections served at once, and how long one may stay silent: a connection that sends nothing must not
-# keep a thread for ever (Label Studio's webhook gives up after a second or so anyway).
+# Connections served at once, how long one may stay silent and how long it may stay open at all: a
+# connection must not keep a thread for ever (Label Studio's webhook gives up after a second or so).
 MAX_CONNECTIONS = 128
 IDLE_SECONDS = 10.0
+CONNECTION_SECONDS = 60.0
 # The settle times reported are those of the last this many events.
 TIMED = 10_000
 # Where an event's arrival time is kept in the queue (a key no webhook payload has).
@@ -172,7 +175,9 @@ class Receiver:
                 self.queue.done(task_id)
 
     def _settle(self, task_id: int, stage: str, events: list[dict[str, Any]]) -> str:
-        claimed = claimed_state(events[-1]["task"])
+        claims = {claimed_state(event["task"]) for event in events}
+        # Events that disagree (one of them forged?) spare no write.
+        claimed = claims.pop() if len(claims) == 1 else None
         for attempt in range(ATTEMPTS):
             try:
                 return self.settler.settle(task_id, stage, claimed)
@@ -209,8 +214,9 @@ class Receiver:
 
 
 class ReceiverServer(ThreadingHTTPServer):
-    """A thread per connection, at most `max_connections` of them: a connection past that is closed at
-    once and counted, so a flood of silent connections cannot grow the process without bound."""
+    """A thread per connection, at most `max_connections` of them, each open at most `deadline` seconds: a
+    connection past the bound is closed at once and one past its deadline is cut, both counted, so that
+    neither a flood of silent connections nor a few that trickle a byte at a time hold the threads."""
 
     daemon_threads = True
     request_queue_size = MAX_CONNECTIONS  # the listen backlog: a burst of votes is not refused by the kernel
@@ -221,10 +227,16 @@ class ReceiverServer(ThreadingHTTPServer):
         handler: type[BaseHTTPRequestHandler],
         receiver: Receiver,
         max_connections: int = MAX_CONNECTIONS,
+        deadline: float = CONNECTION_SECONDS,
     ) -> None:
         super().__init__(address, handler)
         self.receiver = receiver
+        self.deadline = deadline
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._opened: dict[Any, float] = {}
+        self._opened_lock = threading.Lock()
+        self._closed = threading.Event()
+        threading.Thread(target=self._cut_late_connections, name="deadlines", daemon=True).start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -238,10 +250,28 @@ class ReceiverServer(ThreadingHTTPServer):
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self._opened_lock:
+            self._opened[request] = time.monotonic()
         try:
             super().process_request_thread(request, client_address)
         finally:
+            with self._opened_lock:
+                del self._opened[request]
             self._slots.release()
+
+    def _cut_late_connections(self) -> None:
+        while not self._closed.wait(min(1.0, self.deadline / 4)):
+            cutoff = time.monotonic() - self.deadline
+            with self._opened_lock:
+                late = [request for request, opened in self._opened.items() if opened < cutoff]
+            for request in late:
+                self.receiver._count("connections_cut")
+                with contextlib.suppress(OSError):
+                    request.shutdown(socket.SHUT_RDWR)
+
+    def server_close(self) -> None:
+        self._closed.set()
+        super().server_close()
 
 
 def claimed_state(task: dict[str, Any]) -> QueueState | None:

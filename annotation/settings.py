@@ -7,8 +7,11 @@ so nothing secret is ever committed and a second start reuses the same credentia
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -53,6 +56,19 @@ class Settings:
     def port(self) -> int:
         parts = urlsplit(self.url)
         return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+@contextmanager
+def state_lock(settings: Settings, name: str) -> Iterator[None]:
+    """One holder at a time of the server's lock `name`, across processes (the receiver, the periodic
+    sync, a push): the others wait for it."""
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    with (settings.state_dir / f"{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_private(path: Path, data: bytes) -> None:

@@ -8,16 +8,17 @@ queue states to every task, and so repairs whatever a settle missed.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from annotation.accounts import roles
 from annotation.client import LabelStudioClient, read_items
+from annotation.settings import state_lock
 from annotation.tasks import CAREFUL, ORDER_SEED
 from annotation.votes import votes_from_export
 from knowref60k.labelling.config import LabellingConfig
@@ -34,17 +35,10 @@ NOT_OURS = "not_in_project"
 REMEMBERED_TASKS = 200_000
 
 
-@contextmanager
-def promotion_lock(client: LabelStudioClient) -> Iterator[None]:
+def promotion_lock(client: LabelStudioClient) -> AbstractContextManager[None]:
     """One promotion at a time per server, across processes (the receiver and the periodic sync): the
     presence check and the import must not interleave, or an item is imported twice."""
-    client.settings.state_dir.mkdir(parents=True, exist_ok=True)
-    with (client.settings.state_dir / "promotion.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return state_lock(client.settings, "promotion")
 
 
 @dataclass
@@ -84,6 +78,7 @@ class Settler:
         self.projects: dict[int, str] = {}
         self.role_of: dict[int, str | None] = {}
         self.tasks: dict[int, StoredTask] = {}
+        self._tasks_lock = threading.Lock()
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -128,14 +123,19 @@ class Settler:
     def stored_task(self, task_id: int) -> StoredTask | None:
         """The task's project and data as Label Studio stores them, read once per task (the pipeline
         never changes them); None when there is no such task."""
-        if task_id not in self.tasks:
-            task = self.client.stored_task(task_id)
-            if task is None:
-                return None
-            self.tasks[task_id] = StoredTask(task.get("project"), task["data"])
+        with self._tasks_lock:
+            known = self.tasks.get(task_id)
+        if known is not None:
+            return known
+        task = self.client.stored_task(task_id)
+        if task is None:
+            return None
+        stored = StoredTask(task.get("project"), task["data"])
+        with self._tasks_lock:
+            self.tasks[task_id] = stored
             while len(self.tasks) > REMEMBERED_TASKS:
                 self.tasks.pop(next(iter(self.tasks)))
-        return self.tasks[task_id]
+        return stored
 
     def project_of(self, stage: str) -> int | None:
         return next((project for project, named in self.projects.items() if named == stage), None)

@@ -279,6 +279,7 @@ def test_collect_flow_writes_every_vote(
         "unchanged_votes": 0,
         "withdrawn_votes": 0,
         "simulated_votes": 30,
+        "webhook_changes": [],
     }
     # Every task got all its votes (nothing settled them in between): Label Studio closed them itself,
     # except, on SQLite, one whose last two votes were saved at once (each counted the other's task

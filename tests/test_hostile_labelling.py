@@ -203,8 +203,11 @@ def test_quarantine_masks_usernames_written_in_the_text() -> None:
         "id": "x",
         "body": "Thanks u/secretuser21, and /u/Secret-User22 too (see reddit.com/user/secretuser23).",
         "created_utc": "u/secretuser24",
-        "subreddit": "books",
+        "subreddit": "u_secretuser25",
+        "subreddit_name_prefixed": "u/secretuser25",
+        "parent": {"body": "Ask r/u_secretuser26 or u/secret\\_user27."},
     }
     _, (quarantined,) = parse_chunk(LineChunk(1, orjson.dumps(record) + b"\n"), "ndjson", StageStats("lines"))
     kept = orjson.dumps(dataclasses.asdict(quarantined)).decode()
-    assert "ecret" not in kept and kept.count("u/<redacted>") == 5 and "Thanks u/<redacted>," in kept
+    assert "ecret" not in kept and kept.count("u/<redacted>") == 8 and "Thanks u/<redacted>," in kept
+    assert '\\"subreddit\\":\\"u_<redacted>\\"' in kept

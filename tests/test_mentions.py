@@ -19,6 +19,8 @@ from tests.test_shape import context
         "Ask /u/Some_User about it.",
         "Thanks (U/abc-def) for that.",
         "It was u/abc.",
+        "Her profile r/u_alice says so.",
+        "Ask u/some\\_name then.",
     ],
 )
 def test_a_sentence_naming_a_reddit_account_is_dropped(text: str) -> None:

@@ -5,6 +5,7 @@ the periodic sync repairing what a stopped receiver missed."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import socket
@@ -118,6 +119,26 @@ def test_silent_connections_are_bounded_and_dropped_when_idle() -> None:
     finally:
         for connection in silent:
             connection.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_connection_that_trickles_bytes_is_cut_at_its_deadline() -> None:
+    receiver = Receiver(FakeSettler(), "secret")  # type: ignore[arg-type]
+    server = ReceiverServer(("127.0.0.1", 0), handler_for(receiver), receiver, deadline=1.0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(server.server_address[:2]) as connection:
+            connection.sendall(b"POST / HTTP/1.1\r\n")
+            connection.settimeout(0.1)
+            with pytest.raises(OSError):  # cut: the peer resets, or the write finds it closed
+                for _ in range(100):  # a byte every 0.1 s: never silent for the idle timeout
+                    connection.sendall(b"X")
+                    with contextlib.suppress(TimeoutError):
+                        if connection.recv(1) == b"":
+                            raise ConnectionResetError
+        assert receiver.counts["connections_cut"] == 1
+    finally:
         server.shutdown()
         server.server_close()
 

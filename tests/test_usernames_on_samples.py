@@ -5,6 +5,7 @@ damaged so that it is quarantined, and every file the run writes is scanned."""
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,15 +19,19 @@ from knowref60k.core.privacy import USER_MENTION, names_a_user
 from tests.conftest import shared_file
 
 SAMPLES = ("RC_sample_1M.zst", "RC_sample_B.zst")
+# A subreddit field naming a profile (the subreddit of a comment posted on a user's profile), unmasked.
+PROFILE_FIELD = re.compile(r'subreddit\\?":\s*\\?"u_(?!<redacted>)')
 
 
 def comments_naming_an_account(path: Path) -> Iterator[dict[str, object]]:
     with path.open("rb") as raw:
         reader = zstandard.ZstdDecompressor(max_window_size=2**31).stream_reader(raw)
         for line in io.BufferedReader(reader, 2**20):
-            if b"u/" in line or b"U/" in line:
+            if b"u/" in line or b"U/" in line or b"u_" in line:
                 record = orjson.loads(line)
-                if isinstance(record.get("body"), str) and names_a_user(record["body"]):
+                body, subreddit = record.get("body"), record.get("subreddit")
+                on_a_profile = isinstance(subreddit, str) and subreddit.startswith("u_")
+                if isinstance(body, str) and (names_a_user(body) or on_a_profile):
                     yield record
 
 
@@ -60,3 +65,4 @@ def test_no_username_from_the_shared_samples_reaches_an_item_or_a_quarantine_fil
     written = list(texts(tmp_path / "out"))
     assert any(path.name.endswith(".quarantine.jsonl") for path, _ in written)
     assert [(path.name, m.group()) for path, text in written for m in USER_MENTION.finditer(text)] == []
+    assert [path.name for path, text in written if PROFILE_FIELD.search(text)] == []

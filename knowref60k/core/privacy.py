@@ -5,11 +5,19 @@ candidate (extract's mention filter); a quarantined line keeps its text with eac
 from __future__ import annotations
 
 import re
+from typing import Any
 
-# "u/" or "/u/" not inside a word or a path, then what Reddit allows in a name (3-20 of these characters;
-# any length is taken, so a longer run is not let through half-masked).
-USER_MENTION = re.compile(r"(?<![\w/])/?[uU]/[A-Za-z0-9_-]{3,}|(?i:reddit\.com/u(?:ser)?/)[A-Za-z0-9_-]+")
+# A name: what Reddit allows in one (3-20 of these characters; any length is taken, so a longer run is
+# not let through half-masked), an underscore possibly escaped for Markdown.
+_NAME = r"(?:[A-Za-z0-9_-]|\\_)"
+# "u/" or "/u/" not inside a word or a path; a profile's subreddit ("r/u_name"); a link to a profile.
+USER_MENTION = re.compile(
+    rf"(?<![\w/])/?[uU]/{_NAME}{{3,}}|(?<!\w)/?[rR]/u_{_NAME}+|(?i:reddit\.com/u(?:ser)?/){_NAME}+"
+)
 MASKED_MENTION = "u/<redacted>"
+# The subreddit of a comment posted on a user's profile is named after the user.
+PROFILE_SUBREDDIT = re.compile(r"u_.+", re.S)
+MASKED_PROFILE = "u_<redacted>"
 
 
 def names_a_user(text: str) -> bool:
@@ -18,3 +26,24 @@ def names_a_user(text: str) -> bool:
 
 def mask_user_mentions(text: str) -> str:
     return USER_MENTION.sub(MASKED_MENTION, text)
+
+
+def mask_profile_subreddit(subreddit: str) -> str:
+    return MASKED_PROFILE if PROFILE_SUBREDDIT.fullmatch(subreddit) else subreddit
+
+
+def masked_field(key: Any, text: str) -> str:
+    """A field's text with every name masked; the `subreddit` field's profile name too."""
+    masked = mask_user_mentions(text)
+    return mask_profile_subreddit(masked) if key == "subreddit" else masked
+
+
+def masked_texts(value: Any) -> Any:
+    """`value` (a row: nested dicts, lists and scalars) with every name masked in each of its strings."""
+    if isinstance(value, str):
+        return mask_user_mentions(value)
+    if isinstance(value, dict):
+        return {key: masked_texts(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked_texts(item) for item in value]
+    return value

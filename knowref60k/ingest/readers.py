@@ -20,7 +20,7 @@ import zstandard
 from knowref60k.core.config import INPUT_FORMATS
 from knowref60k.core.errors import UserError
 from knowref60k.core.files import check_readable_file
-from knowref60k.core.privacy import mask_user_mentions
+from knowref60k.core.privacy import mask_profile_subreddit, mask_user_mentions, masked_field
 from knowref60k.core.records import Comment, QuarantinedLine
 from knowref60k.core.stats import StageStats
 
@@ -384,7 +384,7 @@ def redact_authors(record: Any) -> Any:
     (`banned_by`, `approved_by`, `mod_reason_by`) or holds reports (`mod_reports`, `user_reports`, whose
     entries name moderators); keys are compared after removing invisible characters and mapping letters
     that look Latin to Latin, so `au\u200bthor` or a Cyrillic "а" in `author` are redacted too. A
-    username written in a text (`u/name`) is masked."""
+    username written in a text (`u/name`) is masked, and so is a profile's subreddit (`u_name`)."""
     pending = [record]
     while pending:  # not recursive: a line may nest a thousand levels deep
         node = pending.pop()
@@ -395,7 +395,7 @@ def redact_authors(record: Any) -> Any:
             elif isinstance(value, dict | list):
                 pending.append(value)
             elif isinstance(value, str):
-                node[key] = mask_user_mentions(value)
+                node[key] = masked_field(key, value)
     return record
 
 
@@ -403,6 +403,10 @@ def _names_a_person(key: str) -> bool:
     visible = "".join(c for c in unicodedata.normalize("NFKC", key) if unicodedata.category(c) != "Cf")
     folded = visible.casefold().translate(LATIN_LOOKALIKES)
     return "author" in folded or folded.endswith("_by") or folded.endswith("reports")
+
+
+def _profile_masked(subreddit: str | None) -> str | None:
+    return None if subreddit is None else mask_profile_subreddit(subreddit)
 
 
 def _shown(value: Any) -> str:
@@ -439,7 +443,7 @@ def _parse_json_line(line_number: int, line: bytes) -> Comment | QuarantinedLine
         line_number=line_number,
         author=_as_text(record.get("author")),
         link_id=_as_text(record.get("link_id")),
-        subreddit=_as_text(record.get("subreddit")),
+        subreddit=_profile_masked(_as_text(record.get("subreddit"))),
         created_utc=created,
     )
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.io import CANDIDATE_SCHEMA
-from knowref60k.core.privacy import mask_user_mentions
+from knowref60k.core.privacy import mask_user_mentions, masked_texts
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stage import Stage
 from knowref60k.prepare.context import Row
@@ -86,6 +86,9 @@ class Validate(Stage[Row, Row]):
             self.count(reason)
             self.quarantined.append(
                 QuarantinedLine(
-                    number, reason, detail, mask_user_mentions(orjson.dumps(row, default=str).decode())
+                    number,
+                    reason,
+                    mask_user_mentions(detail),
+                    orjson.dumps(masked_texts(row), default=str).decode(),
                 )
             )
