@@ -175,7 +175,6 @@ def test_the_extraction_funnel_is_the_stage_list() -> None:
         "surface",
         "split",
         "shape",
-        "user_mention",
         "connective",
         "antecedent",
         "language",

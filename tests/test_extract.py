@@ -54,8 +54,7 @@ def test_every_stage_accounts_for_what_it_dropped(tmp_path: Path, reddit_slice: 
     assert stages["read"]["out"] == stages["triage"]["in"] == 30_000
     # What one stage forwards, the next receives; only `clean` turns comments into paragraphs.
     comments = ["read", "triage", "screen", "clean"]
-    paragraphs = ["prefilter", "surface", "split", "shape", "user_mention", "connective", "antecedent"]
-    paragraphs.append("language")
+    paragraphs = ["prefilter", "surface", "split", "shape", "connective", "antecedent", "language"]
     for chain in (comments, paragraphs):
         for before, after in itertools.pairwise(chain):
             assert stages[before]["out"] == stages[after]["in"], (before, after)

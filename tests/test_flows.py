@@ -57,7 +57,6 @@ FUNNEL = {
     "surface": (6, 6, {}),
     "split": (6, 6, {}),
     "shape": (6, 6, {}),
-    "user_mention": (6, 6, {}),
     "connective": (6, 6, {}),
     "antecedent": (6, 6, {}),
     "language": (6, 6, {}),

@@ -1,15 +1,11 @@
-"""Usernames written in a sentence (`u/name`, `/u/name`): the sentence is no candidate."""
+"""Usernames written in a sentence (`u/name`, `/u/name`): the candidate goes to no one."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from knowref60k.core.config import ExtractConfig
 from knowref60k.core.privacy import mask_user_mentions, names_a_user
-from knowref60k.extract.stages.mentions import UserMentionFilter
-from tests.test_shape import context
+from knowref60k.prepare.stages.mentions import UserMention
 
 
 @pytest.mark.parametrize(
@@ -24,8 +20,7 @@ from tests.test_shape import context
     ],
 )
 def test_a_sentence_naming_a_reddit_account_is_dropped(text: str) -> None:
-    stage = UserMentionFilter(context(ExtractConfig()))
-    assert names_a_user(text) and stage.reject(SimpleNamespace(text=text)) == "names_a_user"  # type: ignore[arg-type]
+    assert names_a_user(text) and UserMention().reject({"sentence": text}) == "names_a_user"
     assert not names_a_user(mask_user_mentions(text).replace("u/<redacted>", ""))
 
 

@@ -1,6 +1,7 @@
-"""No Reddit username from the shared samples reaches a candidate, an item or a quarantine file: every
-comment of both samples that names an account goes through the pipeline flow, once as it is and once
-damaged so that it is quarantined, and every file the run writes is scanned."""
+"""No Reddit username from the shared samples reaches an item (what annotators see and releases are cut
+from) or a quarantine file: every comment of both samples that names an account, or was posted on a
+profile, goes through the pipeline flow, once as it is and once damaged so that it is quarantined, and
+every file the run writes is scanned but the extraction's candidates, which keep what they found."""
 
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def comments_naming_an_account(path: Path) -> Iterator[dict[str, object]]:
 
 
 def texts(out: Path) -> Iterator[tuple[Path, str]]:
-    """Every file the run wrote, as text: Parquet tables row by row, the rest as they are."""
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+    """Every file the run wrote but the candidates, as text: Parquet tables row by row, the rest as is."""
+    for path in sorted(
+        p for p in out.rglob("*") if p.is_file() and not p.name.endswith(".candidates.parquet")
+    ):
         if path.suffix == ".parquet":
             for row in pq.read_table(path).to_pylist():
                 yield path, orjson.dumps(row, default=str).decode()
@@ -60,8 +63,8 @@ def test_no_username_from_the_shared_samples_reaches_an_item_or_a_quarantine_fil
     (extracted,) = run["extract"]["files"]
     stats = orjson.loads(Path(extracted["stats_path"]).read_bytes())["stats"]["stages"]
     assert stats["read"]["dropped"] == {"quarantined:bad_created_utc": found}
-    # Sentences that passed the shape filter and named an account: dropped, so the filter had work.
-    assert stats["user_mention"]["dropped"]["names_a_user"] > 0
+    # Candidates that named an account: dropped before labelling, so the filter had work.
+    assert run["prepare"]["stats"]["stages"]["user_mention"]["dropped"]["names_a_user"] > 0
     written = list(texts(tmp_path / "out"))
     assert any(path.name.endswith(".quarantine.jsonl") for path, _ in written)
     assert [(path.name, m.group()) for path, text in written for m in USER_MENTION.finditer(text)] == []

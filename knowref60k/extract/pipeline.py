@@ -20,7 +20,6 @@ from knowref60k.extract.stages.antecedents import AntecedentFilter
 from knowref60k.extract.stages.clean import Clean
 from knowref60k.extract.stages.connectives import ConnectiveFilter
 from knowref60k.extract.stages.language import LanguageFilter
-from knowref60k.extract.stages.mentions import UserMentionFilter
 from knowref60k.extract.stages.prefilter import Prefilter
 from knowref60k.extract.stages.read import ReadLines
 from knowref60k.extract.stages.screen import Screen
@@ -42,7 +41,6 @@ STAGES: tuple[StageClass, ...] = (
     SurfaceFilter,
     Split,
     ShapeFilter,
-    UserMentionFilter,
     ConnectiveFilter,
     AntecedentFilter,
     LanguageFilter,

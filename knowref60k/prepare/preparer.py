@@ -35,6 +35,7 @@ from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import SAME_ID, DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
+from knowref60k.prepare.stages.mentions import UserMention
 from knowref60k.prepare.stages.perturb import Perturb
 from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
 from knowref60k.prepare.stages.threshold import ValidityThreshold
@@ -46,6 +47,7 @@ CANDIDATES_SUFFIX = ".candidates.parquet"
 
 STAGES: tuple[type[Stage[Any, Any]], ...] = (
     Validate,
+    UserMention,
     ValidityThreshold,
     OtherGenderPronoun,
     Deduplicate,

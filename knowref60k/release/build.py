@@ -57,7 +57,6 @@ FUNNEL_LABELS = {
     "clean": "comments after cleaning",
     "split": "sentences",
     "shape": "sentences of the right shape",
-    "user_mention": "naming no Reddit user",
     "connective": "one connective",
 }
 ANNOTATOR_SALT = "knowref60k-annotator-v1"
