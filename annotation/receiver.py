@@ -256,7 +256,7 @@ class ReceiverServer(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             with self._opened_lock:
-                del self._opened[request]
+                self._opened.pop(request, None)  # gone already when it was cut
             self._slots.release()
 
     def _cut_late_connections(self) -> None:
@@ -264,6 +264,8 @@ class ReceiverServer(ThreadingHTTPServer):
             cutoff = time.monotonic() - self.deadline
             with self._opened_lock:
                 late = [request for request, opened in self._opened.items() if opened < cutoff]
+                for request in late:  # each cut once, however long its thread takes to end
+                    del self._opened[request]
             for request in late:
                 self.receiver._count("connections_cut")
                 with contextlib.suppress(OSError):
