@@ -13,10 +13,17 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
 from rich.console import Console
 
-from knowref60k.core.config import ExtractConfig, PrepareConfig, load_config, load_prepare_config
+from knowref60k.core.config import ExtractConfig, PrepareConfig, load_config
 from knowref60k.core.console import print_error
 from knowref60k.core.errors import ServiceUnavailable, UserError
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.config import (
+    LabellingConfig,
+    file_levels,
+    load_labelling_config,
+    load_run_prepare_config,
+)
+from knowref60k.labelling.cost_model import CostConfig, load_cost_config
+from knowref60k.labelling.levels import Expected
 
 
 def is_transient(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
@@ -37,11 +44,20 @@ class RunSettings:
     extract: ExtractConfig
     prepare: PrepareConfig
     labelling: LabellingConfig
+    cost: CostConfig
+    # The labelling levels with what they are expected to cost (None without a calibration).
+    levels: Expected | None
 
     @classmethod
     def load(cls, config_path: str | None) -> RunSettings:
         path = Path(config_path) if config_path else None
-        return cls(load_config(path), load_prepare_config(path), load_labelling_config(path))
+        return cls(
+            load_config(path),
+            load_run_prepare_config(path),
+            load_labelling_config(path),
+            load_cost_config(path),
+            file_levels(path),
+        )
 
     def fingerprint(self) -> str:
         """What a dump's outputs depend on (the library's fingerprints of extraction and prepare: settings,

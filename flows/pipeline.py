@@ -23,8 +23,11 @@ from flows.labelling import ensure_annotators, push, start_label_studio
 from flows.prepare import prepare_flow
 from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
+from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.config import load_labelling_config
+from knowref60k.prepare.preparer import set_aside_path
+from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD
 
 
 @flow(name="candidates-to-items")
@@ -42,7 +45,26 @@ def pipeline_flow(
     extracted = extract_flow(inputs, str(out / "candidates"), settings.extract, workers, input_format)
     candidates = [report["candidates_path"] for report in extracted["files"]]
     prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), settings.prepare)
-    return {"extract": extracted, "prepare": prepared}
+    plan = labelling_plan(settings, prepared)
+    write_json_atomic(out / "labelling-plan.json", plan)
+    return {"extract": extracted, "prepare": prepared, "labelling": plan}
+
+
+def labelling_plan(settings: RunSettings, prepared: dict[str, Any]) -> dict[str, Any]:
+    """The levels items were prepared and will be labelled at, what that is expected to cost, and the
+    candidates the threshold held back (kept, so they can be sent later)."""
+    stats = PipelineStats.from_dict(prepared["stats"])
+    return {
+        "validity_threshold": settings.prepare.validity_threshold,
+        "skip_screening_above": settings.labelling.skip_level,
+        "careful_screening_below": settings.labelling.careful_level,
+        "expected": settings.levels.to_dict() if settings.levels else None,
+        "cost": settings.cost.to_dict(),
+        "held_below_threshold": stats["threshold"].dropped.get(BELOW_THRESHOLD, 0),
+        "held_files": [
+            str(set_aside_path(Path(f["source"]), Path(f["items_path"]).parent)) for f in prepared["files"]
+        ],
+    }
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -77,6 +99,7 @@ def print_outputs(console: Console, result: dict[str, Any]) -> None:
     console.print(render_funnel(funnel, "Funnel"))
     console.print(f"Funnel files: {result['extract']['funnel_path']}, {result['prepare']['summary_path']}")
     console.print(f"De-duplication index: {result['prepare']['index']}")
+    console.print(plan_text(result["labelling"]))
     if not any(f["items"] for f in result["prepare"]["files"]):
         console.print(
             "No items: no sentence of these inputs named two people before one connective with a "
@@ -84,6 +107,27 @@ def print_outputs(console: Console, result: dict[str, Any]) -> None:
             "hold none; try a larger one, e.g. INPUTS=../shared/data/reddit/RC_sample_1M.zst",
             style="yellow",
         )
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    expected = plan["expected"]
+    levels = (
+        f"Labelling levels: validity threshold {plan['validity_threshold']:g}, unscreened from "
+        f"{plan['skip_screening_above']:g}, careful screening below {plan['careful_screening_below']:g}"
+    )
+    if expected:
+        seconds = plan["cost"]["screening_vote_seconds"], plan["cost"]["resolution_vote_seconds"]
+        levels += (
+            f"; expected {expected['votes_per_kept_valid']:.2f} votes and "
+            f"{expected['person_seconds_per_kept_valid']:.0f} person-seconds per kept valid item (at "
+            f"{seconds[0]:g} s a screening vote and {seconds[1]:g} s a resolution vote), validity "
+            f"{expected['validity']:.1%} (`knowref60k cost` shows the curve)"
+        )
+    return (
+        f"{levels}.\n{plan['held_below_threshold']:,} candidates scored below the threshold and were held "
+        "back (kept in items/*.below-threshold.parquet; to label them too: `knowref60k prepare FILE --out "
+        "ITEMS --validity-threshold 0`, then push the items)."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

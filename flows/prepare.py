@@ -13,6 +13,7 @@ from prefect import flow, get_run_logger, task
 from flows.common import RETRIES
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.io import write_json_atomic
+from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
 
 
@@ -40,7 +41,7 @@ def prepare_flow(
     candidates: list[str], out_dir: str, index_path: str | None = None, config: PrepareConfig | None = None
 ) -> dict[str, Any]:
     index = index_path or str(Path(out_dir) / "dedup-index.sqlite")
-    settings = config or PrepareConfig()
+    settings = config or load_run_prepare_config()
     candidates = [str(path) for path in candidate_files(Path(path) for path in candidates)]
     reports = [prepare_file(path, out_dir, index, settings) for path in candidates]
     total = prepare_stats()

@@ -18,6 +18,7 @@ from flows.labelling import collect_votes
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.cost_model import CostConfig, load_cost_config
 from knowref60k.release.build import build_release
 from knowref60k.release.config import ReleaseConfig
 
@@ -31,13 +32,14 @@ def cut_release(
     overlap_index: str | None = None,
     debias: str | None = None,
     labelling: LabellingConfig | None = None,
+    cost: CostConfig | None = None,
 ) -> dict[str, Any]:
     audit = None
     if overlap_index:
         from knowref60k.overlap.audit import OverlapAudit
 
         audit = OverlapAudit.load(Path(overlap_index))
-    config = ReleaseConfig(labelling or LabellingConfig(), debias=debias)
+    config = ReleaseConfig(labelling or LabellingConfig(), debias=debias, cost=cost or CostConfig())
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), config, audit)
     return {
         "path": str(made.path),
@@ -60,10 +62,18 @@ def release_flow(
 ) -> dict[str, Any]:
     """With `overlap_index`, items get overlap scores and the card the overlap report; with `debias`
     (AFLite's features: ngrams or encoder; off by default), AFLite's columns and a `debiased` config."""
-    labelling = load_labelling_config(Path(config_path) if config_path else None)
+    path = Path(config_path) if config_path else None
+    labelling = load_labelling_config(path)
     collected = collect_votes(load_settings(), votes_dir, labelling)
     return cut_release(
-        run_dir, collected["votes_path"], version, releases_dir, overlap_index, debias, labelling
+        run_dir,
+        collected["votes_path"],
+        version,
+        releases_dir,
+        overlap_index,
+        debias,
+        labelling,
+        load_cost_config(path),
     )
 
 

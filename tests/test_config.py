@@ -6,20 +6,24 @@ import pytest
 from knowref60k.core.config import (
     MODEL_ENV_VAR,
     ExtractConfig,
+    PrepareConfig,
     is_installed,
     load_config,
     load_prepare_config,
 )
 from knowref60k.core.errors import UserError
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.config import load_labelling_config
+from knowref60k.labelling.cost_model import CostConfig, load_cost_config
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_documented_example_config_is_the_default() -> None:
     assert load_config(REPO / "config.example.toml") == ExtractConfig()
-    assert load_labelling_config(REPO / "config.example.toml") == LabellingConfig()
+    assert load_labelling_config(REPO / "config.example.toml") == load_labelling_config()
+    assert load_prepare_config(REPO / "config.example.toml") == PrepareConfig()
+    assert load_cost_config(REPO / "config.example.toml") == CostConfig()
 
 
 def test_file_then_environment_then_explicit_override(

@@ -24,6 +24,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
+from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.labelling.decisions import RESOLUTION
 from tests.conftest import REPO, shared_file, wait_for
 from tests.test_annotation import item
@@ -241,7 +242,6 @@ def test_zero_byte_compressed_dump_is_an_error_not_an_empty_dump(tmp_path: Path,
 
 
 def test_prepare_quarantines_candidates_whose_spans_do_not_fit_the_sentence(tmp_path: Path) -> None:
-    from knowref60k.core.config import PrepareConfig
     from knowref60k.prepare.preparer import Preparer
     from tests.test_prepare import candidates_file, handmade
 
@@ -261,7 +261,7 @@ def test_prepare_quarantines_candidates_whose_spans_do_not_fit_the_sentence(tmp_
     }
     rows = [good, *({**good, **change, "candidate_id": name} for name, (change, _) in broken.items())]
     source = candidates_file(tmp_path / "c" / "RC_bad.candidates.parquet", rows)
-    with Preparer(PrepareConfig(), tmp_path / "index.sqlite") as preparer:
+    with Preparer(load_run_prepare_config(), tmp_path / "index.sqlite") as preparer:
         report = preparer.prepare_file(source, tmp_path / "items")
     assert report.rows == 1 and report.stats.quarantined == len(broken)
     assert report.quarantine_path is not None

@@ -69,7 +69,7 @@ def test_misspelt_config_table_or_key_outside_a_table_is_refused(
     assert_one_line_error(
         extract_with(tmp_path, "--config", str(config)),
         f"{config}: {problem}",
-        "known tables: [extract], [prepare], [labelling], [labelstudio]",
+        "known tables: [extract], [prepare], [labelling], [cost], [labelstudio]",
     )
 
 

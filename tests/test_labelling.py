@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.validity_model import operating_point
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.config import LabellingConfig, chosen_levels, load_labelling_config
 from knowref60k.labelling.controls import draw_controls
 from knowref60k.labelling.costs import outcomes, plan, resolver_answers, screener_answers
 from knowref60k.labelling.decisions import (
@@ -357,8 +356,10 @@ def test_items_scored_below_the_careful_level_need_two_valid_screening_votes() -
         0.1
     )
     shipped = LabellingConfig(controls=())
-    assert shipped.careful_level == operating_point("careful_screening_below")
-    assert 0 < shipped.careful_level < shipped.skip_level
+    levels = chosen_levels(shipped)
+    assert levels is not None
+    assert (shipped.careful_level, shipped.skip_level) == (levels.careful, levels.skip)
+    assert 0 <= shipped.careful_level < shipped.skip_level
     with pytest.raises(UserError, match="at least one vote"):
         LabellingConfig(controls=(), careful_accept_at=0)
 

@@ -9,6 +9,7 @@ import pytest
 
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
+from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.overlap.index import ItemParser, OverlapIndex, analyse
 from tests.conftest import shared_file
 
@@ -109,7 +110,6 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     from typer.testing import CliRunner
 
     from knowref60k.cli.app import app
-    from knowref60k.core.config import PrepareConfig
     from knowref60k.core.io import CANDIDATE_SCHEMA
     from knowref60k.ingest.readers import LineChunk
     from knowref60k.prepare.preparer import Preparer
@@ -118,7 +118,7 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     assert len(rows) == 1
     candidates = tmp_path / "t.candidates.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), candidates)
-    with Preparer(PrepareConfig(), tmp_path / "dedup.sqlite") as preparer:
+    with Preparer(load_run_prepare_config(), tmp_path / "dedup.sqlite") as preparer:
         items = preparer.prepare_file(candidates, tmp_path).rows_path
     index = OverlapIndex(tmp_path / "ix", create=True)
     index.add([LONG, "I like turtles."])

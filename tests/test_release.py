@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,13 @@ import pytest
 import knowref60k
 from annotation.tasks import resolution_task
 from annotation.votes import VOTE_SCHEMA, votes_from_export
-from knowref60k.core.config import ExtractConfig, PrepareConfig
+from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.config import LabellingConfig, load_run_prepare_config
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, ResolutionRule, decide
 from knowref60k.prepare.preparer import Preparer
 from knowref60k.release.agreement import agreement, fleiss_kappa, krippendorff_alpha
@@ -376,7 +377,7 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(dump, run / "candidates")
     assert report.rows == len(SENTENCES)
-    with Preparer(PrepareConfig(), run / "dedup.sqlite") as preparer:
+    with Preparer(load_run_prepare_config(), run / "dedup.sqlite") as preparer:
         prepared = preparer.prepare_file(report.rows_path, run / "items")
     items = pq.read_table(prepared.rows_path).to_pylist()
     patterns = [
@@ -660,6 +661,11 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     from knowref60k.cli.app import app
 
     run = synthetic_run(tmp_path / "run", {"t3_a": 3, "t3_b": 3})
+    held = {
+        "threshold": {"unit": "candidates", "in": 13, "out": 6, "dropped": {"below_validity_threshold": 7}}
+    }
+    report = {"items": 6, "config": {"validity_threshold": 0.5}, "stats": {"stages": held, "quarantined": 0}}
+    (run / "items" / "RC_2099-01.prepare.json").write_bytes(orjson.dumps(report))
     args = ["release", "--run", str(run), "--votes", str(run / "votes.parquet"), "--out", str(tmp_path / "r")]
     assert CliRunner().invoke(app, [*args, "--version", "v1"]).exit_code == 0
     text = (tmp_path / "r" / "v1" / "README.md").read_text()
@@ -669,7 +675,17 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     assert "| two person antecedents (candidates; person detection: score) | 0 |" in text
     from knowref60k.labelling.config import LabellingConfig
 
-    assert f"| of them carefully (validity score < {LabellingConfig().careful_level:g}) |" in text
+    careful = LabellingConfig().careful_level
+    assert (f"| of them carefully (validity score < {careful:g}) |" in text) == bool(careful)
+    # The cost section: the levels the items were prepared at, the votes spent, what was held back.
+    by_stage = Counter(pq.read_table(run / "votes.parquet").column("stage").to_pylist())
+    flat = " ".join(text.split())
+    assert "## Cost" in text and "- Levels: validity threshold 0.5 (candidates scoring below it" in flat
+    assert f"- Spent: {by_stage['screening']} screening and {by_stage['resolution']} resolution votes" in flat
+    assert "- Held back: 7 candidates scored below the threshold" in flat
+    manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
+    assert manifest["cost"]["held_below_threshold"] == 7
+    assert manifest["cost"]["expected"]["threshold"] == 0.5
     stats = CliRunner().invoke(app, ["stats", str(tmp_path / "r" / "v1")])
     assert "README.md: not a table" in stats.output and "None rows" not in stats.output
     assert card.data.license == "cc-by-4.0" and card.data.pretty_name

@@ -120,13 +120,18 @@ def test_a_candidate_on_each_side_of_the_threshold_goes_to_its_file(tmp_path: Pa
     assert report.stats["threshold"].dropped == {"below_validity_threshold": 1}
 
 
-def test_the_default_threshold_is_the_models() -> None:
+def test_the_default_threshold_is_the_cost_models_above_the_models_recall_floor() -> None:
+    from knowref60k.labelling.config import LabellingConfig, chosen_levels, load_run_prepare_config
     from knowref60k.prepare.preparer import validity_threshold
 
     model = orjson.loads(VALIDITY_MODEL.read_bytes())
-    assert validity_threshold(PrepareConfig()) == model["threshold"]
+    levels = chosen_levels(LabellingConfig())
+    assert levels is not None
+    assert validity_threshold(load_run_prepare_config()) == levels.threshold
     assert validity_threshold(PrepareConfig(validity_threshold=0.25)) == 0.25
-    assert 0.0 < model["threshold"] <= model["skip_screening_above"] <= 1.0
+    with pytest.raises(ValueError, match="chosen by cost"):
+        validity_threshold(PrepareConfig())
+    assert 0.0 < model["threshold"] <= levels.threshold <= levels.skip
 
 
 def spans_of(text: str, *words: str) -> tuple[str, list[Span]]:
@@ -258,22 +263,6 @@ def numbers_and_shape(value: Any) -> tuple[list[float], Any]:
         pairs = [numbers_and_shape(item) for item in value]
         return [n for numbers, _ in pairs for n in numbers], [shape for _, shape in pairs]
     return [], value
-
-
-def test_the_careful_screening_level_is_the_lowest_that_reaches_the_validity_asked() -> None:
-    """Invalid items low, valid ones high: screened by the usual rule, one invalid item in ten gets through
-    and the kept items are about 90% valid; screened carefully, one in a hundred."""
-    from knowref60k.quality.training import careful_point
-
-    scores = np.array([0.05] * 20 + [0.2] * 50 + [0.4] * 10 + [0.6] * 50 + [0.95] * 5)
-    labels = np.array([0] * 20 + [0] * 50 + [1] * 10 + [1] * 50 + [1] * 5)
-    assert careful_point(scores, labels, 0.1, 0.9, validity=0.97) == 0.4  # the 0.2 band careful: enough
-    assert careful_point(scores, labels, 0.1, 0.9, validity=0.5) == 0.1  # nobody careful: enough
-    assert (
-        careful_point(scores, labels, 0.1, 0.9, validity=1.0) == 0.9
-    )  # never enough: all screened carefully
-    valid_only = careful_point(scores[labels == 1], labels[labels == 1], 0.1, 0.9, validity=0.97)
-    assert valid_only == 0.1
 
 
 @pytest.mark.integration

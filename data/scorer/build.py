@@ -1,7 +1,7 @@
 """Train the validity model on the tuning part of the gold set and write it as JSON.
 
-    .venv/bin/python data/scorer/build.py [--out data/scorer/validity_model.json] [--precision 0.9]
-        [--careful-validity 0.97] [--screening-examples EXAMPLES.jsonl [--screening-weight 0.5]]
+    .venv/bin/python data/scorer/build.py [--out data/scorer/validity_model.json] [--recall 0.97]
+        [--screening-examples EXAMPLES.jsonl [--screening-weight 0.5]]
 
 1. The loose rule (person detection "score") makes a candidate of every judged sentence of
    `data/eval/reddit_gold.jsonl` that has exactly two names before its connective; each gets its feature
@@ -14,13 +14,11 @@
    With `--screening-examples` (`knowref60k annotate examples`), the screeners' answers join the
    trees' fit, each weighted `--screening-weight` (a gold example weighs 1); the model records the
    file's name and hash. Without them the build is the gold set's alone.
-4. The operating points are chosen on the tune part's out-of-fold scores of the whole score (the mean
-   of both halves; grouped 5-fold cross-validation by comment): the default threshold (below it
-   candidates are set aside) is the highest that keeps `--recall` of the valid candidates; items
-   scoring at least the lowest level at which they are `--skip-precision` valid go to resolution
-   without screening; items below the careful-screening level need two screeners' "valid" (one reason
-   still rejects): the lowest level at which the kept items are expected `--careful-validity` valid,
-   with screeners and resolvers right 90% of the time (knowref60k.labelling.costs).
+4. The recall floor is chosen on the tune part's out-of-fold scores of the whole score (the mean of both
+   halves; grouped 5-fold cross-validation by comment): the highest threshold that keeps `--recall` of
+   the valid candidates. KnowRef recall is measured at it. The labelling levels (the threshold items are
+   sent at, screening skipped or careful) are chosen by cost at run time from `calibration.json`, which
+   `knowref60k eval` writes once the model is built.
 
 The JSON holds the features' names, the trees, the thresholds, the hash of what it was trained on (the
 gold file and the spaCy pipeline) and of the encoder's adapters, so `tests/test_scorer.py` can rebuild
@@ -75,15 +73,6 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--recall", type=float, default=0.97, help="share of valid candidates the threshold keeps"
     )
-    parser.add_argument(
-        "--skip-precision", type=float, default=0.97, help="precision above which screening is skipped"
-    )
-    parser.add_argument(
-        "--careful-validity",
-        type=float,
-        default=0.97,
-        help="expected release validity below which items are screened carefully (two valid votes)",
-    )
     parser.add_argument("--screening-examples", type=Path, help="JSON lines from `annotate examples`")
     parser.add_argument(
         "--screening-weight", type=float, default=0.5, help="weight of a screening-derived example (gold: 1)"
@@ -100,14 +89,13 @@ def build(args: argparse.Namespace) -> None:
     tune = [example for example in examples(load_gold(), model_name) if example.item.split == "tune"]
     extra = supplement(args.screening_examples, screened, args.screening_weight, model_name)
     span_scores = span_out_of_fold(model_name)
-    points = (args.recall, args.skip_precision, args.careful_validity)
-    model = build_model(tune, model_name, *points, span_scores, extra)
+    model = build_model(tune, model_name, args.recall, span_scores, extra)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(orjson.dumps(model) + b"\n")
     training = model["training"]
     print(
         f"{training['examples']} tuning examples ({training['valid']} valid), {len(model['trees'])} trees, "
-        f"threshold {model['threshold']} -> {args.out}"
+        f"recall floor {model['threshold']} -> {args.out}"
     )
 
 

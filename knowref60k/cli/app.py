@@ -15,7 +15,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from annotation.cli import annotate_app
-from knowref60k.cli import debias, evaluate, extract, models, prepare, release, setup
+from knowref60k.cli import cost, debias, evaluate, extract, models, prepare, release, setup
 from knowref60k.cli.common import console
 from knowref60k.cli.overlap import overlap_app
 
@@ -109,6 +109,7 @@ def _interrupted(signum: int, frame: object) -> None:
 app.command()(extract.extract)
 app.command()(extract.funnel)
 app.command()(prepare.prepare)
+app.command()(cost.cost)
 app.command()(release.release)
 app.command()(release.stats)
 app.command()(debias.debias)

@@ -15,7 +15,8 @@ from rich.text import Text
 
 from knowref60k.cli.common import ConfigOption, ModelOption, console, user_errors
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, load_config
-from knowref60k.core.validity_model import operating_point
+from knowref60k.core.paths import CALIBRATION
+from knowref60k.core.validity_model import recall_floor
 
 # What the validity score is held to, on the held-back parts (docs/measurements.md, "The validity score").
 PRECISION_AT_RULES_YIELD, YIELD_AT_90 = 0.88, 60.0
@@ -48,7 +49,7 @@ def evaluate_recall(
         reference = load_reference(items)
         gold_items = load_gold(gold)
         comments = gold_metadata(gold)["source_comments"]
-        threshold = operating_point("threshold")
+        threshold = recall_floor()
         rules_settings = dataclasses.replace(settings, person_detection=RULES)
         with console.status("extraction on the KnowRef sentences and the gold set; the score's curve"):
             results = evaluate_modes(
@@ -90,6 +91,7 @@ def write_results(out: Path, payload: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     render_curve(payload["score"], out / "validity-curve.png")
     (out / "eval.json").write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+    (out / CALIBRATION.name).write_bytes(orjson.dumps(payload["score"]["calibration"]) + b"\n")
     console.print(
         f"Details in {(out / 'eval.json').resolve()}, the curve in {(out / 'validity-curve.png').resolve()}"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,10 +29,18 @@ def prepare(
     ] = None,
     config: ConfigOption = None,
     seed: Annotated[int | None, typer.Option(help="Global perturbation seed.")] = None,
+    validity_threshold: Annotated[
+        float | None,
+        typer.Option(
+            max=1,
+            help="Set aside candidates scoring below this (default: [prepare] validity_threshold, else the "
+            "level chosen by cost; 0 sends every candidate, e.g. of a *.below-threshold.parquet file).",
+        ),
+    ] = None,
 ) -> None:
     """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
-    from knowref60k.core.config import load_prepare_config
     from knowref60k.core.io import output_folder
+    from knowref60k.labelling.config import load_run_prepare_config
     from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
 
     with user_errors():
@@ -41,7 +49,7 @@ def prepare(
             console.print(
                 f"{len(candidates) - len(files)} repeated candidates file(s) left out: each is prepared once"
             )
-        settings = load_prepare_config(config, seed=seed)
+        settings = load_run_prepare_config(config, seed=seed, validity_threshold=validity_threshold)
         index_path = index or out / "dedup-index.sqlite"
         output_folder(out)
         total = prepare_stats()
@@ -55,3 +63,16 @@ def prepare(
                 console.print(f"{path.name}: {report.rows:,} items, {state} -> {report.rows_path}")
     console.print(render_funnel(total, f"De-duplication and perturbation over {len(files)} file(s)"))
     console.print(f"Items in {out.resolve()}, index {index_path.resolve()}")
+    console.print(held_back_text(total, settings.validity_threshold, out))
+
+
+def held_back_text(stats: Any, threshold: float, out: Path) -> str:
+    """How many candidates the threshold held back, where they are and how to send them after all."""
+    from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD
+
+    held = stats["threshold"].dropped.get(BELOW_THRESHOLD, 0)
+    return (
+        f"{held:,} candidates scored below the validity threshold {threshold:g}: kept in "
+        f"{out.resolve()}/*.below-threshold.parquet; to label them too, prepare that file with "
+        "--validity-threshold 0 and push its items"
+    )

@@ -61,6 +61,7 @@ def release(
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.core.io import output_folder
     from knowref60k.labelling.config import load_labelling_config
+    from knowref60k.labelling.cost_model import load_cost_config
     from knowref60k.release.build import build_release, check_version
     from knowref60k.release.config import ReleaseConfig
 
@@ -74,7 +75,10 @@ def release(
             screening=False if without_screening else None,
         )
         config = ReleaseConfig(
-            labelling, proportions=split_shares(split_proportions), debias=debias_features if debias else None
+            labelling,
+            proportions=split_shares(split_proportions),
+            debias=debias_features if debias else None,
+            cost=load_cost_config(config_file),
         )
         output_folder(out)  # created only once every option is known to be good
         audit = overlap_audit(overlap_index, benchmarks, model) if overlap_index else None

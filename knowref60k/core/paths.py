@@ -14,6 +14,9 @@ BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"
 SCORER_DIR = DATA_DIR / "scorer"
 VALIDITY_MODEL = SCORER_DIR / "validity_model.json"
 # The fine-tuned encoder's low-rank adapters and head (data/scorer/finetune.py), and its out-of-fold scores.
+# The tuning part's candidates with their out-of-fold scores and verdicts: what labelling at each level is
+# expected to cost and buy (`knowref60k eval` writes it).
+CALIBRATION = SCORER_DIR / "calibration.json"
 SPAN_ADAPTER = SCORER_DIR / "span_adapter.safetensors"
 SPAN_OUT_OF_FOLD = SCORER_DIR / "span_out_of_fold.json"
 # The same fit on a slice of the tuning part, scored on a slice of the held-back part: a quick rebuild check.

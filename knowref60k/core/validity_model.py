@@ -1,6 +1,5 @@
 """The shipped validity model's file (`data/scorer/validity_model.json`), read as data: the trees for
-extraction, and the operating points it was built with for preparation and labelling, which need only
-those numbers."""
+extraction, and the recall floor it was built with for the evaluation, which needs only that number."""
 
 from __future__ import annotations
 
@@ -20,7 +19,8 @@ def read_model(path: Path = VALIDITY_MODEL) -> dict[str, Any]:
     return model
 
 
-def operating_point(name: str, path: Path = VALIDITY_MODEL) -> float:
-    """`threshold` (below it a candidate is set aside), `skip_screening_above` or
-    `careful_screening_below`."""
-    return float(read_model(path)[name])
+def recall_floor(path: Path = VALIDITY_MODEL) -> float:
+    """The highest score that keeps 97% of the tuning part's valid candidates (the model's `threshold`):
+    KnowRef recall is measured at it. What is sent to labelling is chosen by cost
+    (`knowref60k.labelling.levels`)."""
+    return float(read_model(path)["threshold"])

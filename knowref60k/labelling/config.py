@@ -10,12 +10,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from knowref60k.core.config import load_section, one_of, refuse_bad_choices
+from knowref60k.core.config import (
+    PrepareConfig,
+    load_prepare_config,
+    load_section,
+    one_of,
+    refuse_bad_choices,
+)
 from knowref60k.core.errors import UserError
-from knowref60k.core.paths import VALIDITY_MODEL
-from knowref60k.core.validity_model import operating_point
 from knowref60k.labelling.controls import DEFAULT_CONTROLS
+from knowref60k.labelling.cost_model import CostConfig, load_cost_config, read_calibration
 from knowref60k.labelling.decisions import SCREENING, Decision, ResolutionRule, Rule, ScreeningRule
+from knowref60k.labelling.levels import Expected, Pinned, Rules, cached_choice
 from knowref60k.labelling.slots import POLICIES, QueueState, is_audit, late_votes, queue_state
 
 
@@ -32,12 +38,11 @@ class LabellingConfig:
     # Wait for every vote of a kept item, for a 5/5 strength, instead of closing it at 4 agreeing.
     fifth_vote: bool = False
     # Items whose validity score is at least this go to resolution unscreened; a negative value: the
-    # level the validity model was built with (data/scorer/validity_model.json), above 1: never.
+    # level chosen by cost with the threshold (knowref60k.labelling.levels), above 1: never.
     skip_screening_above: float = -1.0
     # Items whose validity score is below this are screened carefully: `careful_accept_at` "valid" votes
     # accept them, one vote with a reason still rejects them (an invalid item let through costs four or
-    # five resolution votes, a second screening vote one). Negative: the level the validity model was
-    # built with (data/scorer/validity_model.json); 0: never.
+    # five resolution votes, a second screening vote one). Negative: the level chosen by cost; 0: never.
     careful_screening_below: float = -1.0
     careful_accept_at: int = 2
     # The share of tasks pushed to a stage that are control items with a known answer, and the files
@@ -127,28 +132,75 @@ class LabellingConfig:
     def skip_level(self) -> float:
         if self.skip_screening_above >= 0:
             return self.skip_screening_above
-        if not VALIDITY_MODEL.is_file():
-            return 2.0  # no model: screen everything
-        return operating_point("skip_screening_above")
+        levels = chosen_levels(self)
+        return 2.0 if levels is None else levels.skip  # no calibration: screen everything
 
     @cached_property
     def careful_level(self) -> float:
         if self.careful_screening_below >= 0:
             return self.careful_screening_below
-        if not VALIDITY_MODEL.is_file():
-            return 0.0  # no model: no scores to be careful about
-        return operating_point("careful_screening_below")
+        levels = chosen_levels(self)
+        return 0.0 if levels is None else levels.careful  # no calibration: no scores to be careful about
+
+    @property
+    def rules(self) -> Rules:
+        return Rules(
+            self.screening_rule if self.screening else None, self.careful_screening_rule, self.resolution_rule
+        )
 
     def to_dict(self) -> dict[str, Any]:
         levels = {"skip_screening_above": self.skip_level, "careful_screening_below": self.careful_level}
         return {**dataclasses.asdict(self), **levels}
 
 
+def chosen_levels(
+    config: LabellingConfig, threshold: float = -1.0, cost: CostConfig | None = None
+) -> Expected | None:
+    """The levels of `config` and the validity `threshold` (negative ones chosen by cost) with what they
+    are expected to cost and buy; None without a calibration to choose by."""
+    calibration = read_calibration()
+    if calibration is None:
+        return None
+    pinned = Pinned(
+        *(
+            level if level >= 0 else None
+            for level in (threshold, config.skip_screening_above, config.careful_screening_below)
+        )
+    )
+    return cached_choice(calibration, config.rules, cost or CostConfig(), pinned)
+
+
 def load_labelling_config(path: Path | None = None, **overrides: Any) -> LabellingConfig:
-    """Defaults, then the TOML file's `[labelling]` table, then explicit overrides. A relative path of
-    the file's `controls` is taken from the file's folder."""
+    """Defaults, then the TOML file's `[labelling]` table, then explicit overrides; the levels left to
+    the cost model chosen with the file's `[prepare]` threshold and `[cost]` table. A relative path of the
+    file's `controls` is taken from the file's folder."""
     config = load_section(LabellingConfig, path, "labelling", overrides)
-    if path is None:
+    if path is not None:
+        controls = tuple(str(path.parent / control) for control in config.controls)
+        config = dataclasses.replace(config, controls=tuple(str(Path(c).resolve()) for c in controls))
+    levels = file_levels(path, config)
+    if levels is None:
         return config
-    controls = tuple(str(path.parent / control) for control in config.controls)
-    return dataclasses.replace(config, controls=tuple(str(Path(c).resolve()) for c in controls))
+    return dataclasses.replace(
+        config,
+        skip_screening_above=config.skip_screening_above if config.skip_screening_above >= 0 else levels.skip,
+        careful_screening_below=(
+            config.careful_screening_below if config.careful_screening_below >= 0 else levels.careful
+        ),
+    )
+
+
+def file_levels(path: Path | None, config: LabellingConfig | None = None) -> Expected | None:
+    """The levels the config file sets or leaves to the cost model, with their expected figures."""
+    labelling = config or load_section(LabellingConfig, path, "labelling", {})
+    return chosen_levels(labelling, load_prepare_config(path).validity_threshold, load_cost_config(path))
+
+
+def load_run_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
+    """The `[prepare]` settings with the validity threshold as it applies: the file's, or the one chosen by
+    cost (0, sending every candidate, without a calibration)."""
+    config = load_prepare_config(path, **overrides)
+    if config.validity_threshold >= 0:
+        return config
+    levels = file_levels(path)
+    return dataclasses.replace(config, validity_threshold=0.0 if levels is None else levels.threshold)

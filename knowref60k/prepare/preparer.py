@@ -30,7 +30,6 @@ from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun, RowSink
 from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
 from knowref60k.core.stats import PipelineStats
-from knowref60k.core.validity_model import operating_point
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import SAME_ID, DedupIndex
@@ -83,10 +82,13 @@ def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def validity_threshold(config: PrepareConfig) -> float:
-    """The config's threshold, or the one the shipped validity model was built with."""
-    if config.validity_threshold >= 0:
-        return config.validity_threshold
-    return operating_point("threshold")
+    """The config's threshold, which must be resolved: a negative one (the cost model's) is chosen with the
+    labelling rules, above this phase (`knowref60k.labelling.config.load_run_prepare_config`)."""
+    if config.validity_threshold < 0:
+        raise ValueError(
+            "validity_threshold -1 is chosen by cost: load the settings with load_run_prepare_config"
+        )
+    return config.validity_threshold
 
 
 def set_aside_path(candidates_path: Path, out_dir: Path) -> Path:

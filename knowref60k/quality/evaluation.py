@@ -22,7 +22,7 @@ from knowref60k.core.paths import SCORER_DIR
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stage import stage_modules
 from knowref60k.core.stats import PipelineStats
-from knowref60k.core.validity_model import operating_point
+from knowref60k.core.validity_model import recall_floor
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.extract.extractor import BOTS_DIR
 from knowref60k.extract.nlp import model_version
@@ -238,7 +238,7 @@ def evaluate(
     candidates scoring at least `threshold` count as accepted (by default, in score mode, the validity
     model's: what `prepare` passes on; no threshold for the rules)."""
     if threshold is None:
-        threshold = operating_point("threshold") if config.person_detection == "score" else 0.0
+        threshold = recall_floor() if config.person_detection == "score" else 0.0
     sentences = [item.sentence for item in items]
     result = extract_sentences("knowref2019", sentences, config, model_name, stages_for(config))
     rows = {row["line_number"]: row for row in result.rows}

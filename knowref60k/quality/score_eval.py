@@ -11,11 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowref60k.core.config import ExtractConfig
+from knowref60k.core.errors import UserError
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.cost_model import Calibration, CostConfig, calibration_from
+from knowref60k.labelling.levels import Expected, Pinned, choose_levels
 from knowref60k.quality.gold import GoldItem, judge, score_gold
 
 PARTS = ("tune", "heldout")
 # The yardstick: the rules' person detection, which the validity score had to beat to be the default.
 RULES = "both"
+# How far the calibration's expected precision at the default may be from the held-back part's.
+CALIBRATION_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -79,30 +85,59 @@ def evaluate_score(
     config: ExtractConfig,
     model_name: str,
     comments: int,
-    default: float,
+    recall_floor: float,
     tune_scores: Mapping[str, float],
 ) -> dict[str, Any]:
-    """The curve per part, the rules' point (`RULES` with the other settings of `config`), and on the
-    held-back part the points at thresholds chosen on the tuning part's out-of-fold scores: the default,
-    the rules' yield, and 90% precision."""
+    """The curve per part, the rules' point (`RULES` with the other settings of `config`), the tuning
+    part's calibration, and on the held-back part the points at thresholds chosen on the tuning part's
+    out-of-fold scores: the default (chosen by cost from the calibration, with the default labelling
+    rules and costs), the model's recall floor, the rules' yield, and 90% precision."""
     judged = judged_candidates(items, config, model_name, tune_scores)
     parts = {part: [j for j in judged if j.part == part] for part in PARTS}
     share = {part: len(found) / len(judged) if judged else 0.0 for part, found in parts.items()}
     rules = score_gold(items, dataclasses.replace(config, person_detection=RULES), model_name, comments)
     rules_yield = rules["valid_per_million_comments"]
     tune_curve = curve(parts["tune"], comments, share["tune"])
+    calibration = calibration_from(
+        [(round(j.score, 4), j.error is None) for j in parts["tune"]], comments, share["tune"]
+    )
+    expected = default_levels(calibration)
     chosen = {
-        "default": default,
+        **({"default": expected.threshold} if expected else {}),
+        "recall_floor": recall_floor,
         "rules_yield": threshold_for(tune_curve, yield_=rules_yield),
         "precision_90": threshold_for(tune_curve, precision=0.9),
     }
+    heldout = {name: point(parts["heldout"], t, comments, share["heldout"]) for name, t in chosen.items()}
     return {
         "candidates": {part: len(found) for part, found in parts.items()},
         "curves": {"tune": tune_curve, "heldout": curve(parts["heldout"], comments, share["heldout"])},
         "rules": {"per_million": rules_yield, "parts": rules["parts"]},
         "chosen_on_tune": chosen,
-        "heldout": {
-            name: point(parts["heldout"], t, comments, share["heldout"]) for name, t in chosen.items()
-        },
+        "heldout": heldout,
         "tune": {name: point(parts["tune"], t, comments, share["tune"]) for name, t in chosen.items()},
+        "calibration": calibration.to_dict(),
+        "default_levels": expected.to_dict() if expected else None,
+        "calibration_check": calibration_check(expected, heldout["default"]) if expected else None,
+    }
+
+
+def default_levels(calibration: Calibration) -> Expected | None:
+    """The levels the default labelling rules and costs choose on `calibration`; None when no levels meet
+    their targets on it (a calibration of few candidates, as the learning curve's slices)."""
+    try:
+        return choose_levels(calibration, LabellingConfig().rules, CostConfig(), Pinned())
+    except UserError:
+        return None
+
+
+def calibration_check(expected: Expected, measured: dict[str, Any]) -> dict[str, Any]:
+    """The precision the calibration expects at the default threshold against the held-back part's."""
+    precision = measured["precision"]
+    difference = None if precision is None else round(abs(expected.precision - precision), 4)
+    return {
+        "expected_precision": round(expected.precision, 4),
+        "heldout_precision": precision,
+        "difference": difference,
+        "within": difference is not None and difference <= CALIBRATION_TOLERANCE,
     }

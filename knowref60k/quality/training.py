@@ -1,5 +1,5 @@
 """Training the validity model (scikit-learn, imported only here): gradient-boosted trees on the judged
-candidates' features, the operating points from the out-of-fold scores of the whole score (the trees'
+candidates' features, the recall floor from the out-of-fold scores of the whole score (the trees'
 and the fine-tuned encoder's, whose out-of-fold scores `data/scorer/finetune.py` stores), the trees
 exported as JSON for `knowref60k.extract.validity`, and an ablation. `data/scorer/build.py` runs it."""
 
@@ -17,8 +17,6 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array, combine
-from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.costs import plan, summed
 from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.quality.scorer_data import Example
 
@@ -34,9 +32,6 @@ PARAMETERS: dict[str, Any] = {
     "random_state": 0,
 }
 FOLDS = 5
-# How often screeners and resolvers are assumed right where the careful-screening level is chosen: the
-# simulated annotators' accuracy (control items measure real ones: docs/labelling-operations.md).
-ANNOTATOR_ACCURACY = 0.9
 DIGITS = 8  # rounding of leaf values in the JSON: bytes that do not depend on the last bits
 
 
@@ -181,41 +176,6 @@ def recall_point(scores: Array, labels: Array, recall: float) -> float:
     return float(np.floor(valid[max(0, int(np.ceil(recall * len(valid))) - 1)] * 1e4) / 1e4)
 
 
-def operating_point(scores: Array, labels: Array, precision: float) -> float:
-    """The lowest threshold whose kept candidates are at least `precision` valid (the most yield)."""
-    for threshold in sorted(set(np.round(scores, 4))):
-        kept = scores >= threshold
-        if kept.any() and labels[kept].mean() >= precision:
-            return float(threshold)
-    return 1.0
-
-
-def careful_point(scores: Array, labels: Array, threshold: float, skip: float, validity: float) -> float:
-    """The lowest level such that, with the items below it screened by the careful rule, those from it
-    up by the usual one and those from `skip` up unscreened, the kept items are expected `validity`
-    valid (screeners and resolvers right `ANNOTATOR_ACCURACY` of the time; the default labelling rules);
-    `skip` when no level is enough. Candidates below `threshold` are set aside, so not counted."""
-    config = LabellingConfig()
-    pushed = scores >= threshold
-    for level in sorted({threshold, *np.round(scores[pushed & (scores < skip)], 4).tolist()}):
-        bands = (
-            (skip, np.inf, None),
-            (level, skip, config.screening_rule),
-            (threshold, level, config.careful_screening_rule),
-        )
-        parts = []
-        for low, high, rule in bands:
-            inside = (scores >= low) & (scores < high)
-            valid = int(labels[inside].sum())
-            accuracy = ANNOTATOR_ACCURACY
-            parts.append(
-                plan(valid, int(inside.sum()) - valid, rule, config.resolution_rule, accuracy, accuracy)
-            )
-        if summed(parts).validity >= validity:
-            return float(level)
-    return skip
-
-
 def export(model: Any) -> dict[str, Any]:
     trees = []
     for (predictor,) in model._predictors:
@@ -245,27 +205,22 @@ def build_model(
     data: Sequence[Example],
     model_name: str,
     keep_recall: float,
-    skip_precision: float,
-    careful_validity: float,
     span_scores: Mapping[str, float],
     supplement: Supplement | None = None,
 ) -> dict[str, Any]:
-    """The model as JSON, fitted on `data` (the tuning examples) and the supplement's, with its two
-    operating points on the gold examples' out-of-fold scores: the threshold below which candidates are
-    set aside (it keeps `keep_recall` of the valid ones: what is set aside is mostly sure to be invalid),
-    and the level from which items are `skip_precision` valid and go to resolution unscreened."""
+    """The model as JSON, fitted on `data` (the tuning examples) and the supplement's, with its recall
+    floor on the gold examples' out-of-fold scores: the threshold that keeps `keep_recall` of the valid
+    candidates (KnowRef recall is measured at it; below it a candidate is almost surely invalid). The
+    labelling levels are chosen by cost from the calibration (`knowref60k.labelling.levels`)."""
     projected = projection(data)
     features, labels = matrix(data, projected)
     scores = combined(data, out_of_fold(data, supplement=supplement), span_scores)
     threshold = recall_point(scores, labels, keep_recall)
-    skip = round(operating_point(scores, labels, skip_precision), 4)
     model = {
         "features": list(FEATURES),
         "projection": projected,
         **export(fit_with(features, labels, weighted(supplement, projected))),
         "threshold": threshold,
-        "skip_screening_above": skip,
-        "careful_screening_below": careful_point(scores, labels, threshold, skip, careful_validity),
         "training": {
             "data": f"{GOLD_FILE.name} (tune part), spaCy {model_name}",
             "sha256": training_hash(model_name),
@@ -273,9 +228,6 @@ def build_model(
             "valid": int(labels.sum()),
             "parameters": PARAMETERS,
             "threshold_recall": keep_recall,
-            "skip_screening_precision": skip_precision,
-            "careful_screening_validity": careful_validity,
-            "annotator_accuracy": ANNOTATOR_ACCURACY,
             "span_model": {
                 "file": SPAN_ADAPTER.name,
                 "sha256": hashlib.sha256(SPAN_ADAPTER.read_bytes()).hexdigest(),

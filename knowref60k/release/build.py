@@ -7,6 +7,7 @@ clock (its date is the newest vote's), and an existing version is never overwrit
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import os
@@ -40,6 +41,7 @@ from knowref60k.overlap.figures import render_overlap_png
 from knowref60k.release.agreement import RELEASE_NAMES, AgreementReport
 from knowref60k.release.card import CardFacts, render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
+from knowref60k.release.cost import HeldBack, cost_facts
 from knowref60k.release.labelled import Labelled, label
 from knowref60k.release.lm_eval_task import write_task
 from knowref60k.release.schema import hf_features, release_schema
@@ -122,6 +124,8 @@ class ReleaseInputs:
     person_detection: str
     # Votes left out, by reason (no annotator, unknown item, ...): counted, never silently dropped.
     rejected_votes: dict[str, int] = field(default_factory=dict)
+    # The validity thresholds the items were prepared at, and the candidates held back below them.
+    held_back: HeldBack = field(default_factory=HeldBack)
 
 
 def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
@@ -139,8 +143,10 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
     extracted = [extraction_report(path) for path in stats_files]
     # Read to refuse a damaged report; not summed: two items files may hold the same ids (a candidates
     # file prepared under two names), and the funnel counts each item once, by id.
+    held_back = HeldBack()
     for path in sorted((run_dir / "items").glob("*.prepare.json")):
         prepared_items(path)
+        held_back.add(read_report(path, "prepare report"))
     votes, rejected = read_votes(votes_path, items)
     return ReleaseInputs(
         items=items,
@@ -155,6 +161,7 @@ def read_inputs(run_dir: Path, votes_path: Path) -> ReleaseInputs:
         perturbation_seed=",".join(sorted(seeds)),
         person_detection=person_detection_of(stats_files),
         rejected_votes=rejected,
+        held_back=held_back,
     )
 
 
@@ -356,6 +363,7 @@ def _write_card_and_manifest(
         s: sum((staging / f).stat().st_size for f in contents.files if f.startswith(f"data/{s}-"))
         for s in SPLITS
     }
+    contents = dataclasses.replace(contents, cost=cost_facts(labelled, config.cost, inputs.held_back))
     card = render_card(version, contents, sizes, labelled, config)
     (staging / "README.md").write_text(card, encoding="utf-8")
     manifest = _manifest(version, staging, contents, inputs, labelled, config)
@@ -513,6 +521,7 @@ def _manifest(
             "splits": dict(contents.counts),
             "funnel": dict(contents.funnel),
             "labelling": labelled.summary(),
+            "cost": contents.cost,
             "agreement": labelled.report.summary(),
             "rejected_votes": inputs.rejected_votes,
             "files": entries,

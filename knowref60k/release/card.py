@@ -14,6 +14,7 @@ import yaml
 from knowref60k.core.figures import pyplot, save_figure
 from knowref60k.release.agreement import alpha_text, kappa_text
 from knowref60k.release.config import ReleaseConfig
+from knowref60k.release.cost import cost_section
 from knowref60k.release.labelled import Labelled
 from knowref60k.release.schema import hf_features, release_fields
 from knowref60k.release.splits import SPLITS
@@ -53,6 +54,8 @@ class CardFacts:
     person_detection: str
     overlap: dict[str, Any] | None = None
     aflite: dict[str, Any] | None = None
+    # What labelling was expected to cost and cost (knowref60k.release.cost).
+    cost: dict[str, Any] | None = None
 
 
 def card_metadata(version: str, facts: CardFacts, sizes: Mapping[str, int]) -> dict[str, Any]:
@@ -121,6 +124,7 @@ def render_card(
         candidates_found=candidates_found(facts.person_detection),
         overlap_section=_overlap_section(facts.overlap) if facts.overlap else "",
         aflite_section=_aflite_section(facts.aflite) if facts.aflite else "",
+        cost_section=cost_section(facts.cost) if facts.cost else "",
     )
     return "---\n" + (warning if facts.simulated_votes else "") + header + "---\n" + body
 

@@ -11,6 +11,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.controls import control_answers
+from knowref60k.labelling.cost_model import CostConfig
 from knowref60k.release.splits import DEFAULT_PROPORTIONS, SPLITS
 
 
@@ -20,6 +21,8 @@ class ReleaseConfig:
     proportions: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PROPORTIONS))
     # AFLite's features ("ngrams" or "encoder") for a `debiased` config; None: no debiasing.
     debias: str | None = None
+    # What a person's vote costs, for the card's cost section.
+    cost: CostConfig = field(default_factory=CostConfig)
 
     def __post_init__(self) -> None:
         shares = self.proportions
@@ -45,4 +48,5 @@ class ReleaseConfig:
             },
             "split_proportions": dict(self.proportions),
             "debias": self.debias,
+            "cost": self.cost.to_dict(),
         }

@@ -1,0 +1,93 @@
+"""`knowref60k cost`: what labelling costs at each validity threshold, and the levels the run will use."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from knowref60k.cli.common import ConfigOption, console, user_errors
+from knowref60k.core.errors import UserError
+
+
+def cost(
+    config: ConfigOption = None,
+    step: Annotated[float, typer.Option(min=0.01, max=0.5, help="Step between the thresholds shown.")] = 0.05,
+) -> None:
+    """The cost curve (threshold -> expected precision, valid per million comments, votes, person- and
+    CPU-seconds per kept valid item) and the levels chosen from the [cost] table."""
+    from knowref60k.core.config import load_prepare_config, load_section
+    from knowref60k.labelling.config import LabellingConfig, file_levels
+    from knowref60k.labelling.cost_model import load_cost_config, read_calibration
+    from knowref60k.labelling.levels import Pinned, cost_curve
+
+    with user_errors():
+        costs = load_cost_config(config)
+        threshold_set = load_prepare_config(config).validity_threshold >= 0
+        labelling = load_section(LabellingConfig, config, "labelling", {})
+        calibration = read_calibration()
+        levels = file_levels(config, labelling)
+        if calibration is None or levels is None:
+            raise UserError("no calibration (data/scorer/calibration.json): `knowref60k eval` writes it")
+        pins = (labelling.skip_screening_above, labelling.careful_screening_below)
+        pinned = Pinned(None, *(level if level >= 0 else None for level in pins))
+        thresholds = tuple(round(i * step, 4) for i in range(round(1 / step) + 1))
+        curve = cost_curve(calibration, labelling.rules, costs, pinned, thresholds)
+    console.print(curve_table(curve, levels, costs))
+    console.print(chosen_text(levels, costs, threshold_set))
+
+
+def curve_table(curve: list[Any], chosen: Any, costs: Any) -> Table:
+    table = Table(
+        title=(
+            f"Labelling cost by validity threshold ({costs.screening_vote_seconds:g} s a screening vote, "
+            f"{costs.resolution_vote_seconds:g} s a resolution vote; skip and careful levels the cheapest "
+            f"reaching {costs.min_release_validity:.0%} validity)"
+        )
+    )
+    columns = (
+        "threshold",
+        "skip",
+        "careful",
+        "precision",
+        "valid / 1M",
+        "validity",
+        "votes",
+        "person-s",
+        "CPU-s",
+    )
+    for column in columns:
+        table.add_column(column, justify="right")
+    for point in [*curve, chosen]:
+        style = "bold" if point is chosen else None
+        table.add_row(
+            f"{point.threshold:.2f}" + (" (chosen)" if point is chosen else ""),
+            "never" if point.skip > 1 else f"{point.skip:.2f}",
+            "never" if point.careful <= point.threshold else f"{point.careful:.2f}",
+            f"{point.precision:.1%}",
+            f"{point.valid_per_million:.1f}",
+            f"{point.validity:.1%}",
+            f"{point.votes_per_kept_valid:.2f}",
+            f"{point.person_seconds_per_kept_valid:.1f}",
+            f"{point.cpu_seconds_per_kept_valid:.2f}",
+            style=style,
+        )
+    table.caption = (
+        "per kept valid item: votes, person-seconds, CPU-seconds; precision: of the candidates sent"
+    )
+    return table
+
+
+def chosen_text(levels: Any, costs: Any, threshold_set: bool) -> str:
+    origin = "set in [prepare]" if threshold_set else "chosen by cost"
+    text = (
+        f"Levels: threshold {levels.threshold:.2f} ({origin}), skip screening from {levels.skip:.2f}, "
+        f"careful screening below {levels.careful:.2f}: expected {levels.votes_per_kept_valid:.2f} votes and "
+        f"{levels.person_seconds_per_kept_valid:.0f} person-seconds per kept valid item, validity "
+        f"{levels.validity:.1%}, {levels.valid_per_million:.1f} valid items sent per million comments (95% "
+        f"lower bound {levels.valid_per_million_low:.1f}; target {costs.min_valid_per_million:g})"
+    )
+    if costs.person_hour_price or costs.cpu_hour_price:
+        text += f"; {levels.price_per_kept_valid(costs):.3f} {costs.currency} per kept valid item"
+    return text

@@ -1,0 +1,216 @@
+"""The labelling levels chosen by cost: the vectorised search against a brute force over every level on a
+small synthetic calibration, levels the config sets, the `[cost]` table's checks, and the shipped
+calibration's choice."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import cache
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from knowref60k.cli.app import app
+from knowref60k.core.errors import UserError
+from knowref60k.labelling.config import (
+    LabellingConfig,
+    chosen_levels,
+    load_labelling_config,
+    load_run_prepare_config,
+)
+from knowref60k.labelling.cost_model import (
+    Calibration,
+    CostConfig,
+    calibration_from,
+    load_cost_config,
+    read_calibration,
+)
+from knowref60k.labelling.costs import Plan, plan, summed
+from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
+from knowref60k.labelling.levels import NEVER, Pinned, Rules, choose_levels, cost_curve
+
+# Scores only at the middle of each tenth, so that every level of the search is equivalent to a tenth;
+# the share of valid candidates grows with the score: 1 of 11 at 0.05, 10 of 11 at 0.95.
+WEIGHTS = {round(s / 100, 2): (i + 1, max(10 - i, 1)) for i, s in enumerate(range(5, 100, 10))}
+COMMENTS = 1_000_000
+
+
+def synthetic_calibration(share: float = 0.5) -> Calibration:
+    scored = [
+        (score, valid)
+        for score, (valid_count, invalid_count) in WEIGHTS.items()
+        for valid in [True] * valid_count + [False] * invalid_count
+    ]
+    return calibration_from(scored, COMMENTS, share)
+
+
+RULES = Rules(ScreeningRule(1, 1), ScreeningRule(2, 1), ResolutionRule(5, 4))
+
+
+@cache
+def band_plan(valid: int, invalid: int, rule: ScreeningRule | None, accuracy: float) -> Plan:
+    return plan(valid, invalid, rule, RULES.resolution, accuracy, accuracy)
+
+
+def brute_force(calibration: Calibration, cost: CostConfig) -> tuple[float, tuple[float, float, float]]:
+    """The fewest person-seconds per kept valid item over every threshold, skip and careful level of the
+    tenths, with `knowref60k.labelling.costs.plan` on each band (not the vectorised search)."""
+    scores, correct = calibration.scores, calibration.correct
+    levels = [round(step / 10, 1) for step in range(11)]
+
+    def counts(low: float, high: float) -> tuple[int, int]:
+        inside = [c for s, c in zip(scores, correct, strict=True) if low <= s < high]
+        return sum(inside), len(inside) - sum(inside)
+
+    best = (math.inf, (0.0, 0.0, 0.0))
+    for threshold, skip, careful in itertools.product(levels[:-1], [*levels, NEVER], levels):
+        if not threshold <= careful <= skip:
+            continue
+        bands = (
+            (skip, math.inf, None),
+            (careful, skip, RULES.screening),
+            (threshold, careful, RULES.careful),
+        )
+        total = summed(
+            band_plan(*counts(low, high), rule, cost.annotator_accuracy) for low, high, rule in bands
+        )
+        sent_valid = counts(threshold, math.inf)[0]
+        low = max(sent_valid - 1.645 * math.sqrt(sent_valid), 0.0) * calibration.per_million
+        if (
+            total.validity < cost.min_release_validity
+            or low < cost.min_valid_per_million
+            or not total.kept_valid
+        ):
+            continue
+        seconds = (
+            total.screening_votes * cost.screening_vote_seconds
+            + total.resolution_votes * cost.resolution_vote_seconds
+        ) / total.kept_valid
+        if seconds < best[0] - 1e-9:
+            best = (seconds, (threshold, skip, careful))
+    return best
+
+
+@pytest.mark.parametrize(
+    "cost",
+    [
+        CostConfig(min_valid_per_million=20),
+        CostConfig(min_valid_per_million=60, min_release_validity=0.95),
+        CostConfig(screening_vote_seconds=40, resolution_vote_seconds=5, min_valid_per_million=10),
+        CostConfig(min_release_validity=0.99, min_valid_per_million=5, annotator_accuracy=0.95),
+    ],
+    ids=["default-rates", "more-yield", "dear-screening", "strict"],
+)
+def test_the_chosen_levels_are_the_cheapest_of_a_brute_force_over_every_level(cost: CostConfig) -> None:
+    calibration = synthetic_calibration()
+    seconds, _ = brute_force(calibration, cost)
+    chosen = choose_levels(calibration, RULES, cost, Pinned())
+    assert math.isfinite(seconds)
+    assert chosen.person_seconds_per_kept_valid == pytest.approx(seconds, rel=1e-9)
+    assert chosen.validity >= cost.min_release_validity - 1e-9
+    assert chosen.valid_per_million_low >= cost.min_valid_per_million - 1e-9
+    # Each expected figure is what the exact plan of its three bands gives.
+    assert chosen.threshold <= chosen.skip and (chosen.careful == 0 or chosen.threshold < chosen.careful)
+
+
+def test_targets_no_levels_reach_are_one_error_naming_the_closest() -> None:
+    with pytest.raises(
+        UserError, match=r"no labelling levels reach .*lower one in \[cost\] or set the levels"
+    ):
+        choose_levels(synthetic_calibration(), RULES, CostConfig(min_valid_per_million=10_000), Pinned())
+
+
+def test_a_level_the_config_sets_is_kept_and_the_others_chosen_around_it() -> None:
+    calibration = synthetic_calibration()
+    cost = CostConfig(min_valid_per_million=0)
+    free = choose_levels(calibration, RULES, cost, Pinned())
+    pinned = choose_levels(calibration, RULES, cost, Pinned(threshold=0.3))
+    assert pinned.threshold == 0.3 and free.threshold != 0.3
+    assert pinned.person_seconds_per_kept_valid >= free.person_seconds_per_kept_valid
+    never = choose_levels(calibration, RULES, cost, Pinned(threshold=0.3, skip=5.0))
+    assert never.skip == NEVER
+
+
+def test_the_curve_has_one_point_per_threshold_each_the_cheapest_skip_and_careful_levels() -> None:
+    calibration = synthetic_calibration()
+    cost = CostConfig(min_valid_per_million=0)
+    curve = cost_curve(calibration, RULES, cost, Pinned(), (0.0, 0.5, 0.9))
+    assert [point.threshold for point in curve] == [0.0, 0.5, 0.9]
+    for point in curve:
+        again = choose_levels(calibration, RULES, cost, Pinned(threshold=point.threshold))
+        assert point == again
+    # A higher threshold sends a larger valid share and fewer valid items.
+    assert [p.precision for p in curve] == sorted(p.precision for p in curve)
+    assert [p.valid_per_million for p in curve] == sorted((p.valid_per_million for p in curve), reverse=True)
+
+
+def write_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "knowref60k.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_threshold_the_config_sets_wins_over_the_cost_model(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, "[prepare]\nvalidity_threshold = 0.5\n[labelling]\nskip_screening_above = 0.95\n"
+    )
+    assert load_run_prepare_config(path).validity_threshold == 0.5
+    labelling = load_labelling_config(path)
+    assert labelling.skip_level == 0.95
+    levels = chosen_levels(labelling, 0.5, load_cost_config(path))
+    assert levels is not None and (levels.threshold, levels.skip) == (0.5, 0.95)
+    # Left to the cost model, the threshold is the one the default costs choose.
+    default = chosen_levels(LabellingConfig())
+    assert default is not None
+    assert load_run_prepare_config(None).validity_threshold == default.threshold != 0.5
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        (
+            "screening_vote_seconds = -3",
+            "screening_vote_seconds = -3: seconds, prices and yields cannot be negative",
+        ),
+        ("min_release_validity = 1.2", "min_release_validity must be in [0, 1], not 1.2"),
+        ("annotator_accuracy = 0.3", "annotator_accuracy must be in (0.5, 1], not 0.3"),
+        ('resolution_vote_seconds = "slow"', "resolution_vote_seconds must be a number, not 'slow'"),
+        ("screening_vote_seconds = 0\nresolution_vote_seconds = 0", "cannot both be 0"),
+        ("vote_seconds = 3", "unknown setting(s)"),
+    ],
+)
+def test_a_cost_no_run_can_use_is_one_line_naming_the_file(tmp_path: Path, table: str, problem: str) -> None:
+    path = write_config(tmp_path, f"[cost]\n{table}\n")
+    with pytest.raises(UserError) as raised:
+        load_cost_config(path)
+    assert str(path) in str(raised.value) and problem in str(raised.value)
+    result = CliRunner().invoke(app, ["cost", "--config", str(path)])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(path) in lines[0], result.output
+
+
+def test_the_cost_command_prints_the_curve_and_the_chosen_levels(tmp_path: Path) -> None:
+    path = write_config(tmp_path, "[cost]\nperson_hour_price = 20\n")
+    result = CliRunner().invoke(app, ["cost", "--config", str(path), "--step", "0.25"])
+    assert result.exit_code == 0, result.output
+    levels = chosen_levels(LabellingConfig(), cost=load_cost_config(path))
+    assert levels is not None
+    text = " ".join(result.output.split())
+    assert f"threshold {levels.threshold:.2f} (chosen by cost)" in text
+    assert f"{levels.votes_per_kept_valid:.2f} votes" in text and "USD per kept valid item" in text
+    for threshold in ("0.00", "0.25", "0.50", "0.75", "1.00"):
+        assert threshold in text
+
+
+def test_the_shipped_calibration_chooses_levels_meeting_the_default_targets() -> None:
+    calibration = read_calibration()
+    assert calibration is not None and len(calibration.scores) > 100
+    levels = chosen_levels(LabellingConfig())
+    assert levels is not None
+    cost = CostConfig()
+    assert levels.validity >= cost.min_release_validity
+    assert levels.valid_per_million_low >= cost.min_valid_per_million
+    assert 0 < levels.threshold <= levels.skip
