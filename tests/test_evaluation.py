@@ -487,6 +487,39 @@ def test_the_readme_headline_numbers_are_a_fresh_measurement(
         "gold set, held-back part: valid per million comments at 90% precision, default": (
             f"{held_back['precision_90']['per_million']}"
         ),
+        "gold set, held-back part: precision of what the default sends to labelling (chosen by cost)": (
+            f"{held_back['default']['precision']:.1%}"
+        ),
         "correct candidates per million comments, the rules": f"{gold['valid_per_million_comments']}",
     }
     assert {label: headline(label) for label in expected} == expected
+
+
+@pytest.mark.integration
+def test_the_shipped_calibration_and_the_cost_chosen_rows_are_a_fresh_measurement(
+    evaluation: dict[str, Any],
+) -> None:
+    """`data/scorer/calibration.json` is what `make eval` computes from the tuning part, the default it
+    chooses is the threshold the pipeline uses, its expected precision is within 5 points of the held-back
+    part's, and docs/measurements.md's "default: chosen by cost" rows are the fresh points."""
+    from knowref60k.core.paths import CALIBRATION
+    from knowref60k.labelling.config import load_run_prepare_config
+
+    if model_name() != README_MODEL:
+        pytest.skip(f"the shipped calibration is for {README_MODEL}, this run uses {model_name()}")
+    score = evaluation["score"]
+    assert orjson.loads(CALIBRATION.read_bytes()) == score["calibration"]
+    assert score["chosen_on_tune"]["default"] == load_run_prepare_config().validity_threshold
+    check = score["calibration_check"]
+    assert check["within"] and check["difference"] <= 0.05, check
+    rows = {cells[1]: cells for cells in table_rows() if cells[0] == "default: chosen by cost"}
+    assert set(rows) == {"tune", "heldout"}, "docs/measurements.md: the cost-chosen rows not found"
+    for part, cells in rows.items():
+        found = score[part]["default"]
+        assert cells[2:] == [
+            f"{found['threshold']:g}",
+            f"{found['kept']:,}",
+            f"{found['correct']:,}",
+            f"{found['precision']:.1%}",
+            f"{found['per_million']}",
+        ], (part, found)

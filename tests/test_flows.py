@@ -31,12 +31,12 @@ from flows.prepare import prepare_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
-from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, decide_stage
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 from tests.conftest import REPO, free_port, use_label_studio, wait_for
-from tests.test_release import SENTENCES, comment  # each sentence yields exactly one candidate
+from tests.test_release import SEND_ALL, SENTENCES, comment  # each sentence yields exactly one candidate
 
 # 9 lines: 6 candidates, a comment without a pronoun, a deleted one, and a line that is not JSON.
 DUMP_LINES = [
@@ -68,6 +68,8 @@ FUNNEL = {
 # (t3_0, t3_3, t3_1) fall in test, train, test.
 KEPT_BY_TRUTH = 3
 RELEASE_SPLITS = {"train": 1, "validation": 0, "test": 2}
+# SEND_ALL as a config file: the loop's tests label all six handmade sentences.
+SYNTHETIC_CONFIG = "[prepare]\nvalidity_threshold = 0.5\n"
 
 
 def write_dump(path: Path) -> Path:
@@ -98,7 +100,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, dump: Path) -> dict[str, Any]:
     copy.write_bytes(dump.read_bytes())
     extracted = extract_flow([str(dump), str(copy)], str(folder / "candidates"), workers=1)
     candidates = [report["candidates_path"] for report in extracted["files"]]
-    prepared = prepare_flow(candidates, str(folder / "items"), str(folder / "dedup-index.sqlite"))
+    prepared = prepare_flow(candidates, str(folder / "items"), str(folder / "dedup-index.sqlite"), SEND_ALL)
     return {"dir": folder, "dumps": [dump, copy], "extract": extracted, "prepare": prepared}
 
 
@@ -188,7 +190,8 @@ def test_prepare_flow_writes_items_drops_the_copy_and_a_rerun_skips(run: dict[st
     before = snapshot(out)
     index = run["dir"] / "dedup-index.sqlite"
     index_before = index.read_bytes()
-    again = prepare_flow([r["candidates_path"] for r in run["extract"]["files"]], str(out), str(index))
+    candidates = [r["candidates_path"] for r in run["extract"]["files"]]
+    again = prepare_flow(candidates, str(out), str(index), SEND_ALL)
     assert [(r["skipped"], r["items"]) for r in again["files"]] == [(True, 6), (True, 0)]
     assert snapshot(out) == before and index.read_bytes() == index_before
 
@@ -382,12 +385,11 @@ def refuses_the_same_version_and_aflite_on_too_few(
 # ---- the demo: the whole loop with simulated annotators ----
 
 
-def check_the_loop(result: dict[str, Any]) -> tuple[list[str], int]:
+def check_the_loop(result: dict[str, Any], config: LabellingConfig) -> tuple[list[str], int]:
     """The demo's two stages: items the validity model is sure of skip screening, the rest are screened
     (carefully where they score low); the screened valid ones and the skipped ones are resolved. Returns
     the resolved items and how many the 4-of-5 rule keeps, counted here from the resolution votes."""
     items = [Path(f["items_path"]) for f in result["pipeline"]["prepare"]["files"]]
-    config = LabellingConfig()
     sure = sorted(i["candidate_id"] for i in read_items(items) if config.skips_screening(i["validity_score"]))
     first = 6 - len(sure)
     pushed = {
@@ -446,7 +448,9 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     out = tmp_path / "demo"
     receiver = ReceiverProcess(demo_settings(load_settings()))
     request.addfinalizer(receiver.stop)  # the demo's receiver, beside the session's server
-    result = flows.demo.demo_flow([str(dump)], str(out))
+    config = tmp_path / "knowref60k.toml"
+    config.write_text(SYNTHETIC_CONFIG)
+    result = flows.demo.demo_flow([str(dump)], str(out), config_path=str(config))
     # Every vote went through the receiver, which settled each one.
     health = receiver.health()
     assert health is not None and health["queued"] == sum(result["votes_cast"].values())
@@ -454,7 +458,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     # every setting came from the environment: the repo's .env is neither written nor changed
     assert (ENV_FILE.read_bytes() if ENV_FILE.exists() else None) == env_file_before
     assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6
-    valid, expected = check_the_loop(result)
+    valid, expected = check_the_loop(result, load_labelling_config(config))
 
     release = Path(result["release"]["path"])
     assert release.parent == out / "releases" and release.name.startswith("demo-")
@@ -465,11 +469,18 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     card = (release / "README.md").read_text()
     assert "SIMULATED" in card.splitlines()[1] and "WARNING: SIMULATED VOTES" in card
     assert next(iter(orjson.loads((release / "manifest.json").read_bytes()))) == "warning"
+    # The card's cost section: the levels, what they were expected to cost, the votes spent.
+    by_stage = result["votes"]["votes_by_stage"]
+    flat = words(card)
+    assert "## Cost" in card and "- Levels: validity threshold 0.5 (candidates scoring below it" in flat
+    spent = f"{by_stage[SCREENING]} screening and {by_stage[RESOLUTION]} resolution votes"
+    assert f"- Spent on the items (control tasks apart): {spent}" in flat
+    assert "- Expected at these levels" in flat and "- Held back: 0 candidates" in flat
 
     # Again through the command line: nothing new to do, and the same release is reused.
     before = snapshot(out / "releases")
     capsys.readouterr()
-    assert flows.demo.main([str(dump), "--out", str(out)]) == 0
+    assert flows.demo.main([str(dump), "--out", str(out), "--config", str(config)]) == 0
     printed = words(capsys.readouterr().out)
     assert "simulated votes cast {'screening': 0, 'resolution': 0}" in printed
     assert f"Release (SIMULATED votes): {release}" in printed

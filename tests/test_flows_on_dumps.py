@@ -18,6 +18,8 @@ from tests.conftest import shared_file
 
 # The dumps of these tests are complete when the watch starts: a short settle period will do.
 QUICK_WATCH = {"push_items": False, "settle_seconds": 0.1}
+# The handmade sentence scores 0.86, below the default threshold, which the watch tests do not test.
+SENT_AT_HALF = "[prepare]\nvalidity_threshold = 0.5\n"
 
 
 def check_candidate(row: dict[str, object], extractor: CandidateExtractor) -> None:
@@ -48,9 +50,10 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
         reddit_slice,
     ]
     out = tmp_path / "out"
-    # The rules' person detection: the counts below are theirs (the default's are in test_extract).
+    # The rules' person detection: the counts below are theirs (the default's are in test_extract); every
+    # candidate they find goes on, whatever its validity score.
     config = tmp_path / "rules.toml"
-    config.write_text('[extract]\nperson_detection = "both"\n')
+    config.write_text('[extract]\nperson_detection = "both"\n[prepare]\nvalidity_threshold = 0.0\n')
     run = pipeline_flow([str(p) for p in dumps], str(out), str(config))
     extracted, prepared = run["extract"], run["prepare"]
     assert [f["skipped"] for f in extracted["files"]] == [False, False, False]
@@ -116,11 +119,14 @@ def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
         line = orjson.dumps({"id": f"c{month}", "body": body, "link_id": f"t3_{month}", "created_utc": 1})
         (dumps / f"RC_2099-{month}.ndjson").write_bytes(line + b"\n")
     out = tmp_path / "run"
-    first = watch_flow(str(dumps), str(out), **QUICK_WATCH)
+    config = tmp_path / "k.toml"
+    config.write_text(SENT_AT_HALF)
+    first = watch_flow(str(dumps), str(out), str(config), **QUICK_WATCH)
     assert first["processed"] == {"RC_2099-01.ndjson": "done", "RC_2099-02.ndjson": "done"}
-    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {}
+    assert watch_flow(str(dumps), str(out), str(config), **QUICK_WATCH)["processed"] == {}
     (dumps / "RC_2099-02.ndjson").write_bytes(b'{"id": "c9", "body": "Changed text."}\n')
-    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {"RC_2099-02.ndjson": "done"}
+    changed = watch_flow(str(dumps), str(out), str(config), **QUICK_WATCH)
+    assert changed["processed"] == {"RC_2099-02.ndjson": "done"}
     items = sorted((out / "items").glob("*.items.parquet"))
     assert [p.name for p in items] == ["RC_2099-01.items.parquet", "RC_2099-02.items.parquet"]
     assert pq.read_table(items[0]).num_rows == 1
@@ -142,14 +148,20 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
     comment = orjson.dumps({"id": "c1", "body": body, "created_utc": 1})
     (dumps / "RC_2099-01.ndjson").write_bytes(comment + b"\n")
     out = tmp_path / "run"
-    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {"RC_2099-01.ndjson": "done"}
-    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {}
+    config = str(tmp_path / "k.toml")
+    Path(config).write_text(SENT_AT_HALF)
+    assert watch_flow(str(dumps), str(out), config, **QUICK_WATCH)["processed"] == {
+        "RC_2099-01.ndjson": "done"
+    }
+    assert watch_flow(str(dumps), str(out), config, **QUICK_WATCH)["processed"] == {}
     edited = extractor.code_fingerprint
     monkeypatch.setattr(extractor, "code_fingerprint", lambda *modules: edited(*modules) + "-edited")
     reads = []
     loaded = flows.common.load_config
     monkeypatch.setattr(flows.common, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k))
-    assert watch_flow(str(dumps), str(out), **QUICK_WATCH)["processed"] == {"RC_2099-01.ndjson": "done"}
+    assert watch_flow(str(dumps), str(out), config, **QUICK_WATCH)["processed"] == {
+        "RC_2099-01.ndjson": "done"
+    }
     assert len(reads) == 1
     assert pq.read_table(out / "items" / "RC_2099-01.items.parquet").num_rows == 1
 

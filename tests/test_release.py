@@ -16,13 +16,13 @@ import pytest
 import knowref60k
 from annotation.tasks import resolution_task
 from annotation.votes import VOTE_SCHEMA, votes_from_export
-from knowref60k.core.config import ExtractConfig
+from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.core.stats import PipelineStats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
-from knowref60k.labelling.config import LabellingConfig, load_run_prepare_config
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, ResolutionRule, decide
 from knowref60k.prepare.preparer import Preparer
 from knowref60k.release.agreement import agreement, fleiss_kappa, krippendorff_alpha
@@ -353,6 +353,9 @@ SENTENCES = [
     "Mark was a factor in the decision of Peyton Hillis, and that hurt his chances.",
     "Hillary was smarter than Obama because she did not play by the rules.",
 ]
+# They score 0.82 to 0.95: the default threshold, chosen by cost, would hold some back. Tests of what
+# follows prepare send them all.
+SEND_ALL = PrepareConfig(validity_threshold=0.5)
 
 
 def comment(number: int, body: str) -> bytes:
@@ -377,7 +380,7 @@ def pipeline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Extractor(ExtractConfig(), workers=1) as extractor:
         report = extractor.extract_file(dump, run / "candidates")
     assert report.rows == len(SENTENCES)
-    with Preparer(load_run_prepare_config(), run / "dedup.sqlite") as preparer:
+    with Preparer(SEND_ALL, run / "dedup.sqlite") as preparer:
         prepared = preparer.prepare_file(report.rows_path, run / "items")
     items = pq.read_table(prepared.rows_path).to_pylist()
     patterns = [
@@ -681,7 +684,8 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     by_stage = Counter(pq.read_table(run / "votes.parquet").column("stage").to_pylist())
     flat = " ".join(text.split())
     assert "## Cost" in text and "- Levels: validity threshold 0.5 (candidates scoring below it" in flat
-    assert f"- Spent: {by_stage['screening']} screening and {by_stage['resolution']} resolution votes" in flat
+    spent = f"{by_stage['screening']} screening and {by_stage['resolution']} resolution votes"
+    assert f"- Spent on the items (control tasks apart): {spent}" in flat
     assert "- Held back: 7 candidates scored below the threshold" in flat
     manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
     assert manifest["cost"]["held_below_threshold"] == 7

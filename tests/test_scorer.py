@@ -120,6 +120,29 @@ def test_a_candidate_on_each_side_of_the_threshold_goes_to_its_file(tmp_path: Pa
     assert report.stats["threshold"].dropped == {"below_validity_threshold": 1}
 
 
+def test_candidates_held_below_the_threshold_can_be_sent_later(tmp_path: Path) -> None:
+    """Held back is not lost: the set-aside file prepared again with a lower threshold gives their items,
+    against the same de-duplication index, which never saw them."""
+    from typer.testing import CliRunner
+
+    from knowref60k.cli.app import app
+
+    path = tmp_path / "RC_2099-01.candidates.parquet"
+    rows = [candidate(1, 0.9), candidate(2, 0.2), candidate(3, 0.3)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), path)
+    items, index = tmp_path / "items", tmp_path / "items" / "dedup-index.sqlite"
+    prepare = ["prepare", "--out", str(items), "--validity-threshold"]
+    first = CliRunner().invoke(app, [*prepare, "0.5", str(path)])
+    assert first.exit_code == 0, first.output
+    assert "2 candidates scored below the validity threshold 0.5" in " ".join(first.output.split())
+    held = items / "RC_2099-01.below-threshold.parquet"
+    assert sorted(pq.read_table(held).column("candidate_id").to_pylist()) == ["c2", "c3"]
+    later = CliRunner().invoke(app, [*prepare, "0", str(held)])
+    assert later.exit_code == 0, later.output
+    sent = pq.read_table(items / "RC_2099-01.below-threshold.items.parquet").column("candidate_id")
+    assert sorted(sent.to_pylist()) == ["c2", "c3"] and index.exists()
+
+
 def test_the_default_threshold_is_the_cost_models_above_the_models_recall_floor() -> None:
     from knowref60k.labelling.config import LabellingConfig, chosen_levels, load_run_prepare_config
     from knowref60k.prepare.preparer import validity_threshold

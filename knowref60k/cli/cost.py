@@ -38,6 +38,10 @@ def cost(
     console.print(chosen_text(levels, costs, threshold_set))
 
 
+def _level(level: float) -> str:
+    return "none" if level <= 0 or level > 1 else f"{level:.2f}"
+
+
 def curve_table(curve: list[Any], chosen: Any, costs: Any) -> Table:
     table = Table(
         title=(
@@ -68,9 +72,7 @@ def curve_table(curve: list[Any], chosen: Any, costs: Any) -> Table:
             f"{point.precision:.1%}",
             f"{point.valid_per_million:.1f}",
             f"{point.validity:.1%}",
-            f"{point.votes_per_kept_valid:.2f}",
-            f"{point.person_seconds_per_kept_valid:.1f}",
-            f"{point.cpu_seconds_per_kept_valid:.2f}",
+            *_per_kept_valid(point),
             style=style,
         )
     table.caption = (
@@ -79,11 +81,23 @@ def curve_table(curve: list[Any], chosen: Any, costs: Any) -> Table:
     return table
 
 
+def _per_kept_valid(point: Any) -> tuple[str, str, str]:
+    """Votes, person-seconds and CPU-seconds per kept valid item; n/a where none is kept."""
+    if not point.kept_valid_per_million:
+        return ("n/a", "n/a", "n/a")
+    return (
+        f"{point.votes_per_kept_valid:.2f}",
+        f"{point.person_seconds_per_kept_valid:.1f}",
+        f"{point.cpu_seconds_per_kept_valid:.2f}",
+    )
+
+
 def chosen_text(levels: Any, costs: Any, threshold_set: bool) -> str:
     origin = "set in [prepare]" if threshold_set else "chosen by cost"
     text = (
-        f"Levels: threshold {levels.threshold:.2f} ({origin}), skip screening from {levels.skip:.2f}, "
-        f"careful screening below {levels.careful:.2f}: expected {levels.votes_per_kept_valid:.2f} votes and "
+        f"Levels: threshold {levels.threshold:.2f} ({origin}), skip screening from {_level(levels.skip)}, "
+        f"careful screening below {_level(levels.careful)}: expected "
+        f"{levels.votes_per_kept_valid:.2f} votes and "
         f"{levels.person_seconds_per_kept_valid:.0f} person-seconds per kept valid item, validity "
         f"{levels.validity:.1%}, {levels.valid_per_million:.1f} valid items sent per million comments (95% "
         f"lower bound {levels.valid_per_million_low:.1f}; target {costs.min_valid_per_million:g})"

@@ -21,6 +21,8 @@ from knowref60k.core.validity_model import recall_floor
 # What the validity score is held to, on the held-back parts (docs/measurements.md, "The validity score").
 PRECISION_AT_RULES_YIELD, YIELD_AT_90 = 0.88, 60.0
 KNOWREF_RECALL = 0.90
+# What the default sends to labelling is held to: its precision and yield on the held-back part.
+SENT_PRECISION, SENT_PER_MILLION = 0.93, 30.0
 
 
 def evaluate_recall(
@@ -204,6 +206,8 @@ def score_table(score: dict[str, Any]) -> Table:
 
 
 def targets_table(scored: dict[str, Any], score: dict[str, Any]) -> Table:
+    from knowref60k.quality.score_eval import CALIBRATION_TOLERANCE
+
     heldout = score["heldout"]
     recall = scored["subsets"]["single_connective"]["same_share"]
     rows = [
@@ -226,12 +230,36 @@ def targets_table(scored: dict[str, Any], score: dict[str, Any]) -> Table:
             "{:.1%}",
         ),
     ]
+    if "default" in heldout:
+        rows += [
+            (
+                "precision of what the default sends (held-back)",
+                heldout["default"]["precision"] or 0.0,
+                SENT_PRECISION,
+                "{:.1%}",
+            ),
+            (
+                "valid per million the default sends (held-back)",
+                heldout["default"]["per_million"] or 0.0,
+                SENT_PER_MILLION,
+                "{:.1f}",
+            ),
+        ]
     table = Table(title="Extraction quality targets")
     for column in ("measure", "measured", "target", "met"):
         table.add_column(column, justify="left" if column == "measure" else "right")
     for measure, value, target, form in rows:
         met = Text("yes", style="green") if value >= target else Text("no", style="red")
         table.add_row(measure, form.format(value), f">= {form.format(target)}", met)
+    check = score.get("calibration_check")
+    if check:
+        within = Text("yes", style="green") if check["within"] else Text("no", style="red")
+        table.add_row(
+            "calibration: expected against held-back precision at the default",
+            f"{check['expected_precision']:.1%} vs {(check['heldout_precision'] or 0):.1%}",
+            f"within {CALIBRATION_TOLERANCE:.0%}",
+            within,
+        )
     return table
 
 

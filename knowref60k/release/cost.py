@@ -103,7 +103,8 @@ def _spent_line(spent: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
         f"{cost['resolution_vote_seconds']:g} s a resolution vote"
     )
     line = (
-        f"- Spent: {spent['votes'][SCREENING]:,} screening and {spent['votes'][RESOLUTION]:,} resolution "
+        f"- Spent on the items (control tasks apart): {spent['votes'][SCREENING]:,} screening and "
+        f"{spent['votes'][RESOLUTION]:,} resolution "
         f"votes, {spent['person_seconds'] / 3600:.1f} person-hours at {rate}"
     )
     if "price" in spent:
