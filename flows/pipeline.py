@@ -111,9 +111,10 @@ def print_outputs(console: Console, result: dict[str, Any]) -> None:
 
 def plan_text(plan: dict[str, Any]) -> str:
     expected = plan["expected"]
+    careful = plan["careful_screening_below"]
     levels = (
         f"Labelling levels: validity threshold {plan['validity_threshold']:g}, unscreened from "
-        f"{plan['skip_screening_above']:g}, careful screening below {plan['careful_screening_below']:g}"
+        f"{plan['skip_screening_above']:g}, careful screening {f'below {careful:g}' if careful else 'none'}"
     )
     if expected:
         seconds = plan["cost"]["screening_vote_seconds"], plan["cost"]["resolution_vote_seconds"]
