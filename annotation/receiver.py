@@ -275,6 +275,14 @@ class ReceiverServer(ThreadingHTTPServer):
         self._closed.set()
         super().server_close()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up before the answer (a cut connection, a sender that gave up) is no fault
+        of the receiver: logged, not printed as a traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            log.debug("%s hung up before the answer", client_address)
+            return
+        super().handle_error(request, client_address)
+
 
 def claimed_state(task: dict[str, Any]) -> QueueState | None:
     """The task's queue state as an event gives it (Label Studio's, when the event is genuine)."""

@@ -47,6 +47,7 @@ def synthetic_calibration(share: float = 0.5) -> Calibration:
 
 
 RULES = Rules(ScreeningRule(1, 1), ScreeningRule(2, 1), ResolutionRule(5, 4))
+FREE = Pinned()
 
 
 @cache
@@ -54,9 +55,12 @@ def band_plan(valid: int, invalid: int, rule: ScreeningRule | None, accuracy: fl
     return plan(valid, invalid, rule, RULES.resolution, accuracy, accuracy)
 
 
-def brute_force(calibration: Calibration, cost: CostConfig) -> tuple[float, tuple[float, float, float]]:
+def brute_force(
+    calibration: Calibration, cost: CostConfig, pinned: Pinned = FREE, rules: Rules = RULES
+) -> tuple[float, tuple[float, float, float]]:
     """The fewest person-seconds per kept valid item over every threshold, skip and careful level of the
-    tenths, with `knowref60k.labelling.costs.plan` on each band (not the vectorised search)."""
+    tenths that `pinned` leaves free, with `knowref60k.labelling.costs.plan` on each band (not the
+    vectorised search); the yield target only where the threshold is free."""
     scores, correct = calibration.scores, calibration.correct
     levels = [round(step / 10, 1) for step in range(11)]
 
@@ -64,25 +68,30 @@ def brute_force(calibration: Calibration, cost: CostConfig) -> tuple[float, tupl
         inside = [c for s, c in zip(scores, correct, strict=True) if low <= s < high]
         return sum(inside), len(inside) - sum(inside)
 
+    def options(pin: float | None, choices: list[float]) -> list[float]:
+        return choices if pin is None else [pin]
+
     best = (math.inf, (0.0, 0.0, 0.0))
-    for threshold, skip, careful in itertools.product(levels[:-1], [*levels, NEVER], levels):
-        if not threshold <= careful <= skip:
-            continue
+    triples = itertools.product(
+        options(pinned.threshold, levels[:-1]),
+        options(pinned.skip, [*levels, NEVER]) if rules.screening else [NEVER],
+        options(pinned.careful, levels) if rules.screening else [0.0],
+    )
+    for threshold, skip, careful in triples:
+        skip = max(skip, threshold) if rules.screening else threshold
+        careful = min(max(careful, threshold), skip)
         bands = (
             (skip, math.inf, None),
-            (careful, skip, RULES.screening),
-            (threshold, careful, RULES.careful),
+            (careful, skip, rules.screening),
+            (threshold, careful, rules.careful),
         )
         total = summed(
             band_plan(*counts(low, high), rule, cost.annotator_accuracy) for low, high, rule in bands
         )
         sent_valid = counts(threshold, math.inf)[0]
         low = max(sent_valid - 1.645 * math.sqrt(sent_valid), 0.0) * calibration.per_million
-        if (
-            total.validity < cost.min_release_validity
-            or low < cost.min_valid_per_million
-            or not total.kept_valid
-        ):
+        short = pinned.threshold is None and low < cost.min_valid_per_million
+        if total.validity < cost.min_release_validity or short or not total.kept_valid:
             continue
         seconds = (
             total.screening_votes * cost.screening_vote_seconds
@@ -115,9 +124,51 @@ def test_the_chosen_levels_are_the_cheapest_of_a_brute_force_over_every_level(co
     assert chosen.threshold <= chosen.skip and (chosen.careful == 0 or chosen.threshold < chosen.careful)
 
 
+@pytest.mark.parametrize(
+    "pinned",
+    [Pinned(threshold=0.3), Pinned(skip=2.0), Pinned(careful=0.6), Pinned(threshold=0.2, skip=1.0)],
+    ids=["threshold", "skip-never", "careful", "threshold-and-skip"],
+)
+def test_levels_around_a_pinned_one_are_the_cheapest_of_the_brute_force(pinned: Pinned) -> None:
+    calibration, cost = synthetic_calibration(), CostConfig(min_valid_per_million=20)
+    seconds, _ = brute_force(calibration, cost, pinned)
+    chosen = choose_levels(calibration, RULES, cost, pinned)
+    assert math.isfinite(seconds)
+    assert chosen.person_seconds_per_kept_valid == pytest.approx(seconds, rel=1e-9)
+    for name in ("threshold", "skip"):
+        if getattr(pinned, name) is not None:
+            assert getattr(chosen, name) == getattr(pinned, name)
+
+
+def test_without_screening_only_the_threshold_is_chosen() -> None:
+    rules = Rules(None, ScreeningRule(2, 1), ResolutionRule(5, 4))
+    calibration, cost = synthetic_calibration(), CostConfig(min_release_validity=0.8, min_valid_per_million=5)
+    seconds, _ = brute_force(calibration, cost, Pinned(), rules)
+    chosen = choose_levels(calibration, rules, cost, Pinned())
+    assert chosen.person_seconds_per_kept_valid == pytest.approx(seconds, rel=1e-9)
+    assert chosen.screening_votes_per_kept_valid == 0 and chosen.validity >= 0.8
+
+
+def test_pinned_levels_no_target_allows_are_the_most_valid_not_an_error() -> None:
+    """A team that sets its threshold chose its yield: levels are still chosen, the most valid when none
+    reach the validity target, and their figures say so."""
+    calibration = synthetic_calibration()
+    strict = CostConfig(min_release_validity=1.0, min_valid_per_million=10_000)
+    chosen = choose_levels(calibration, RULES, strict, Pinned(threshold=0.0))
+    assert chosen.threshold == 0.0 and chosen.validity < 1.0 and not chosen.meets_yield
+    everything = choose_levels(calibration, RULES, strict, Pinned(0.0, 0.5, 0.2))
+    assert (everything.threshold, everything.skip, everything.careful) == (0.0, 0.5, 0.2)
+
+
+def test_targets_of_zero_choose_levels_that_keep_something() -> None:
+    free = CostConfig(min_release_validity=0, min_valid_per_million=0)
+    chosen = choose_levels(synthetic_calibration(), RULES, free, Pinned())
+    assert chosen.kept_valid_per_million > 0 and math.isfinite(chosen.person_seconds_per_kept_valid)
+
+
 def test_targets_no_levels_reach_are_one_error_naming_the_closest() -> None:
     with pytest.raises(
-        UserError, match=r"no labelling levels reach .*lower one in \[cost\] or set the levels"
+        UserError, match=r"no labelling levels reach .*lower one in \[cost\] or set \[prepare\]"
     ):
         choose_levels(synthetic_calibration(), RULES, CostConfig(min_valid_per_million=10_000), Pinned())
 

@@ -736,3 +736,23 @@ def test_the_card_says_how_candidates_were_found_from_the_recorded_person_detect
         assert (mode == "score") == ("ranked by a learned validity score" in card)
     assert candidates_found("both, score").startswith("Candidates are found partly by rules")
     assert "did not record" in candidates_found("?")
+
+
+def test_held_back_candidates_a_later_prepare_took_up_are_no_longer_counted_held() -> None:
+    from knowref60k.release.cost import HeldBack
+
+    def report(source: str, threshold: float, read: int, held: int) -> dict[str, Any]:
+        stages = {"validate": {"in": read}, "threshold": {"dropped": {"below_validity_threshold": held}}}
+        return {
+            "source_file": source,
+            "config": {"validity_threshold": threshold},
+            "stats": {"stages": stages},
+        }
+
+    held_back = HeldBack()
+    held_back.add(report("RC_x.candidates.parquet", 0.87, 30, 10))
+    assert (held_back.threshold, held_back.still_held) == (0.87, 10)
+    held_back.add(report("RC_x.below-threshold.parquet", 0.5, 10, 4))
+    assert (held_back.threshold, held_back.still_held, held_back.later_thresholds) == (0.87, 4, {0.5})
+    held_back.add(report("RC_y.candidates.parquet", 0.6, 5, 1))
+    assert held_back.threshold == -1.0  # two thresholds of the run's own files: not one to report

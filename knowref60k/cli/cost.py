@@ -29,7 +29,9 @@ def cost(
         calibration = read_calibration()
         levels = file_levels(config, labelling)
         if calibration is None or levels is None:
-            raise UserError("no calibration (data/scorer/calibration.json): `knowref60k eval` writes it")
+            raise UserError(
+                "no calibration (data/scorer/calibration.json): `knowref60k eval` writes one to copy there"
+            )
         pins = (labelling.skip_screening_above, labelling.careful_screening_below)
         pinned = Pinned(None, *(level if level >= 0 else None for level in pins))
         thresholds = tuple(round(i * step, 4) for i in range(round(1 / step) + 1))

@@ -167,8 +167,8 @@ class PrepareConfig:
     shingle_words: int = 3
     # A name borne by the other gender more than this share of the time is not drawn.
     gender_ambiguity_share: float = 0.1
-    # Candidates with a validity score below this are set aside; a negative value: the threshold the
-    # validity model was built with (data/scorer/validity_model.json).
+    # Candidates with a validity score below this are held back; a negative value: the level chosen by
+    # cost (knowref60k.labelling.levels, resolved by knowref60k.labelling.config.load_run_prepare_config).
     validity_threshold: float = -1.0
 
     def __post_init__(self) -> None:

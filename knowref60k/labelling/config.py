@@ -132,6 +132,8 @@ class LabellingConfig:
     def skip_level(self) -> float:
         if self.skip_screening_above >= 0:
             return self.skip_screening_above
+        if not self.screening:
+            return 2.0  # no screening to skip
         levels = chosen_levels(self)
         return 2.0 if levels is None else levels.skip  # no calibration: screen everything
 
@@ -139,6 +141,8 @@ class LabellingConfig:
     def careful_level(self) -> float:
         if self.careful_screening_below >= 0:
             return self.careful_screening_below
+        if not self.screening:
+            return 0.0
         levels = chosen_levels(self)
         return 0.0 if levels is None else levels.careful  # no calibration: no scores to be careful about
 
@@ -178,6 +182,8 @@ def load_labelling_config(path: Path | None = None, **overrides: Any) -> Labelli
     if path is not None:
         controls = tuple(str(path.parent / control) for control in config.controls)
         config = dataclasses.replace(config, controls=tuple(str(Path(c).resolve()) for c in controls))
+    if not config.screening:
+        return config  # the screening levels do not apply
     levels = file_levels(path, config)
     if levels is None:
         return config

@@ -98,16 +98,23 @@ def calibration_from(scored: list[tuple[float, bool]], comments: int, share: flo
     return Calibration(tuple(s for s, _ in ordered), tuple(c for _, c in ordered), comments, round(share, 6))
 
 
-@lru_cache(maxsize=4)
 def read_calibration(path: Path = CALIBRATION) -> Calibration | None:
-    """The shipped calibration; None when there is none (no validity model to choose levels by)."""
-    if not path.is_file():
+    """The shipped calibration; None when there is none (no validity model to choose levels by). Read
+    again when the file changes, so a long-running receiver or watch sees a new one."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
         return None
+    return _read_calibration(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4)
+def _read_calibration(path: Path, mtime_ns: int, size: int) -> Calibration:
     try:
         data = orjson.loads(path.read_bytes())
         scored = [(float(score), bool(right)) for score, right in data["candidates"]]
         return calibration_from(scored, int(data["comments"]), float(data["share"]))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise UserError(
-            f"{path}: not a calibration file ({error}); rebuild it with `knowref60k eval`"
+            f"{path}: not a calibration file ({error}); `knowref60k eval` writes one to copy there"
         ) from None

@@ -146,19 +146,23 @@ class Bands:
 
 
 def choose_levels(calibration: Calibration, rules: Rules, cost: CostConfig, pinned: Pinned) -> Expected:
-    """The cheapest levels in person-seconds per kept valid item that meet both targets; a UserError when
-    no levels do."""
+    """The cheapest levels in person-seconds per kept valid item that meet both targets. A threshold the
+    config sets is not held to the yield target (the team chose its yield), and where no screening levels
+    reach the validity target around it the most valid ones are taken (their figures say so); a UserError
+    only when the threshold is left to the cost model and no levels meet both targets."""
     search = Search.of(calibration, rules, cost, pinned)
-    chosen = search.cheapest(require_yield=True)
-    if chosen is None:
-        closest = search.expected(int(np.lexsort((search.valid_per_million, search.validity))[-1]))
-        raise UserError(
-            f"no labelling levels reach min_release_validity {cost.min_release_validity} with "
-            f"min_valid_per_million {cost.min_valid_per_million} (the closest: validity "
-            f"{closest.validity:.3f} at {closest.valid_per_million:.1f} valid per million); lower one in "
-            "[cost] or set the levels"
-        )
-    return chosen
+    chosen = search.cheapest(require_yield=pinned.threshold is None)
+    if chosen is not None:
+        return chosen
+    if pinned.threshold is not None:
+        return search.most_valid()
+    closest = search.most_valid()
+    raise UserError(
+        f"no labelling levels reach min_release_validity {cost.min_release_validity} with "
+        f"min_valid_per_million {cost.min_valid_per_million} (the closest: validity "
+        f"{closest.validity:.3f} at {closest.valid_per_million:.1f} valid per million); lower one in "
+        "[cost] or set [prepare] validity_threshold"
+    )
 
 
 @lru_cache(maxsize=32)
@@ -175,7 +179,7 @@ def cost_curve(
     for threshold in thresholds:
         search = Search.of(calibration, rules, cost, Pinned(threshold, pinned.skip, pinned.careful))
         best = search.cheapest(require_yield=False)
-        curve.append(best or search.expected(int(np.argmax(search.validity))))
+        curve.append(best or search.most_valid())
     return curve
 
 
@@ -198,13 +202,19 @@ class Search:
 
     def cheapest(self, require_yield: bool) -> Expected | None:
         """The first of the cheapest combinations that reach the validity target (and the yield's)."""
-        eligible = self.validity >= self.cost.min_release_validity - TIE
+        eligible = (self.validity >= self.cost.min_release_validity - TIE) & (
+            self.figures["kept_valid_per_million"] > 0
+        )
         if require_yield:
             eligible &= self.figures["meets_yield"].astype(bool)
         if not eligible.any():
             return None
         seconds = np.where(eligible, self.figures["person_seconds_per_kept_valid"], np.inf)
         return self.expected(int(np.flatnonzero(seconds <= seconds.min() + TIE)[0]))
+
+    def most_valid(self) -> Expected:
+        """The combination with the most valid kept items expected (then the most yield)."""
+        return self.expected(int(np.lexsort((self.valid_per_million, self.validity))[-1]))
 
     def expected(self, row: int) -> Expected:
         t, s, c = self.triples[row]
@@ -261,25 +271,27 @@ def _figures(
     resolving = (accepted_valid + accepted_invalid) * resolved.expected_votes
     kept_valid = accepted_valid * resolved.probability(KEPT)
     kept_invalid = accepted_invalid * resolved.probability(KEPT)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_kept = np.where(kept_valid > 0, 1 / kept_valid, np.inf)
-        kept_per_million = kept_valid * per_million
-        sent = bands.valid[t] + bands.invalid[t]
-        low = np.maximum(bands.valid[t] - YIELD_CONFIDENCE_Z * np.sqrt(bands.valid[t]), 0.0)
-        return {
-            "precision": np.where(sent > 0, bands.valid[t] / sent, 0.0),
-            "valid_per_million": bands.valid[t] * per_million,
-            "validity": np.where(kept_valid > 0, kept_valid / (kept_valid + kept_invalid), 0.0),
-            "kept_valid_per_million": kept_per_million,
-            "screening_votes_per_kept_valid": screening * per_kept,
-            "resolution_votes_per_kept_valid": resolving * per_kept,
-            "person_seconds_per_kept_valid": (
-                screening * cost.screening_vote_seconds + resolving * cost.resolution_vote_seconds
-            )
-            * per_kept,
-            "cpu_seconds_per_kept_valid": np.where(
-                kept_per_million > 0, cost.cpu_seconds_per_million_comments / kept_per_million, np.inf
-            ),
-            "valid_per_million_low": low * per_million,
-            "meets_yield": low * per_million >= cost.min_valid_per_million - TIE,
-        }
+    sent = bands.valid[t] + bands.invalid[t]
+    low = np.maximum(bands.valid[t] - YIELD_CONFIDENCE_Z * np.sqrt(bands.valid[t]), 0.0)
+    seconds = screening * cost.screening_vote_seconds + resolving * cost.resolution_vote_seconds
+    return {
+        "precision": _share(bands.valid[t], sent),
+        "valid_per_million": bands.valid[t] * per_million,
+        "validity": _share(kept_valid, kept_valid + kept_invalid),
+        "kept_valid_per_million": kept_valid * per_million,
+        "screening_votes_per_kept_valid": _per(screening, kept_valid),
+        "resolution_votes_per_kept_valid": _per(resolving, kept_valid),
+        "person_seconds_per_kept_valid": _per(seconds, kept_valid),
+        "cpu_seconds_per_kept_valid": _per(cost.cpu_seconds_per_million_comments, kept_valid * per_million),
+        "valid_per_million_low": low * per_million,
+        "meets_yield": low * per_million >= cost.min_valid_per_million - TIE,
+    }
+
+
+def _per(amount: Array | float, kept: Array) -> Array:
+    """`amount` per kept item; infinite where none is kept (so never the cheapest)."""
+    return np.where(kept > 0, amount / np.where(kept > 0, kept, 1.0), np.inf)
+
+
+def _share(part: Array, whole: Array) -> Array:
+    return np.where(whole > 0, part / np.where(whole > 0, whole, 1.0), 0.0)

@@ -37,7 +37,7 @@ from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.mentions import UserMention
 from knowref60k.prepare.stages.perturb import Perturb
 from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
-from knowref60k.prepare.stages.threshold import ValidityThreshold
+from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, ValidityThreshold
 from knowref60k.prepare.stages.validate import Validate
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def validity_threshold(config: PrepareConfig) -> float:
 
 
 def set_aside_path(candidates_path: Path, out_dir: Path) -> Path:
-    return out_dir / f"{items_stem(candidates_path)}.below-threshold.parquet"
+    return out_dir / f"{items_stem(candidates_path)}{HELD_BACK_SUFFIX}"
 
 
 def write_set_aside(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -9,37 +9,53 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import chosen_levels
 from knowref60k.labelling.cost_model import CostConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
-from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD
+from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD, HELD_BACK_SUFFIX
 from knowref60k.release.labelled import Labelled
 
 
 @dataclass
 class HeldBack:
-    """The validity thresholds of a run's prepare reports, and how many candidates fell below them."""
+    """The validity thresholds of a run's prepare reports, and the candidates below them: held back by the
+    run's own files, less those a later prepare of a held-back file took up again."""
 
     thresholds: set[float] = field(default_factory=set)
+    later_thresholds: set[float] = field(default_factory=set)
     candidates: int = 0
+    taken_up: int = 0
 
     def add(self, report: Mapping[str, Any]) -> None:
-        threshold = (report.get("config") or {}).get("validity_threshold")
-        if isinstance(threshold, int | float) and threshold >= 0:
-            self.thresholds.add(float(threshold))
-        stage = (report.get("stats") or {}).get("stages", {}).get("threshold", {})
-        self.candidates += int(stage.get("dropped", {}).get(BELOW_THRESHOLD, 0))
+        stages = (report.get("stats") or {}).get("stages", {})
+        given = (report.get("config") or {}).get("validity_threshold")
+        threshold = float(given) if isinstance(given, int | float) and given >= 0 else None
+        if str(report.get("source_file") or "").endswith(HELD_BACK_SUFFIX):
+            self.taken_up += int(stages.get("validate", {}).get("in", 0))
+            self.later_thresholds.update([threshold] if threshold is not None else [])
+        elif threshold is not None:
+            self.thresholds.add(threshold)
+        self.candidates += int(stages.get("threshold", {}).get("dropped", {}).get(BELOW_THRESHOLD, 0))
 
     @property
     def threshold(self) -> float:
-        """The one threshold of the run; -1 (unknown: chosen by cost) when the reports differ or lack it."""
+        """The one threshold of the run's own files; -1 (unknown: chosen by cost) when they differ or do
+        not say."""
         return next(iter(self.thresholds)) if len(self.thresholds) == 1 else -1.0
+
+    @property
+    def still_held(self) -> int:
+        return max(self.candidates - self.taken_up, 0)
 
 
 def cost_facts(labelled: Labelled, cost: CostConfig, held_back: HeldBack) -> dict[str, Any]:
     """The expected and the spent figures of a release's labelling."""
     config = labelled.config
-    expected = chosen_levels(config, held_back.threshold, cost)
+    try:
+        expected = chosen_levels(config, held_back.threshold, cost)
+    except UserError:  # targets no levels reach: the card reports what was spent
+        expected = None
     votes = {stage: labelled.votes.get(stage, 0) for stage in (SCREENING, RESOLUTION)}
     seconds = (
         votes[SCREENING] * cost.screening_vote_seconds + votes[RESOLUTION] * cost.resolution_vote_seconds
@@ -62,7 +78,11 @@ def cost_facts(labelled: Labelled, cost: CostConfig, held_back: HeldBack) -> dic
         "cost": cost.to_dict(),
         "expected": expected.to_dict() if expected else None,
         "spent": spent,
-        "held_below_threshold": held_back.candidates,
+        "held_below_threshold": held_back.still_held,
+        "taken_up_later": {
+            "candidates": held_back.taken_up,
+            "thresholds": sorted(held_back.later_thresholds),
+        },
     }
 
 
@@ -77,9 +97,12 @@ def cost_section(facts: Mapping[str, Any]) -> str:
     if facts["expected"]:
         lines.append(_expected_line(facts["expected"], facts["cost"]))
     lines.append(_spent_line(facts["spent"], facts["cost"]))
+    later = facts["taken_up_later"]
+    at = ", ".join(f"{threshold:g}" for threshold in later["thresholds"])
+    taken = f" ({later['candidates']:,} more were prepared later at {at})" if later["candidates"] else ""
     lines.append(
-        f"- Held back: {facts['held_below_threshold']:,} candidates scored below the threshold. They are "
-        "kept in the run's `items/*.below-threshold.parquet` and can be labelled later: `knowref60k "
+        f"- Held back: {facts['held_below_threshold']:,} candidates scored below the threshold{taken}. They "
+        "are kept in the run's `items/*.below-threshold.parquet` and can be labelled later: `knowref60k "
         "prepare FILE --out ITEMS --validity-threshold 0`, then push the items."
     )
     return "\n".join(lines) + "\n"

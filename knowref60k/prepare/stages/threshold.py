@@ -11,6 +11,8 @@ from knowref60k.core.stage import Stage
 from knowref60k.prepare.context import PrepareContext, Row
 
 BELOW_THRESHOLD = "below_validity_threshold"
+# The file beside the items that holds them: a candidates file, which prepare can take again.
+HELD_BACK_SUFFIX = ".below-threshold.parquet"
 
 
 class ValidityThreshold(Stage[Row, Row]):
