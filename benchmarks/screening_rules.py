@@ -23,7 +23,7 @@ from knowref60k.labelling.config import load_labelling_config
 from knowref60k.labelling.costs import plan, summed
 from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
 from knowref60k.quality.gold import load_gold
-from knowref60k.quality.validity import screening_answers
+from knowref60k.quality.gold_verdicts import screening_answers
 
 REPO = Path(__file__).resolve().parent.parent
 RULES: list[ScreeningRule | None] = [

@@ -50,7 +50,7 @@ SCREENERS, RESOLVERS = 3, 5
 def gold_answers(items: list[str]) -> dict[str, str]:
     """What a careful screener answers for each item the gold set judged."""
     from knowref60k.quality.gold import load_gold
-    from knowref60k.quality.validity import screening_answers
+    from knowref60k.quality.gold_verdicts import screening_answers
 
     gold = {item.candidate_id: item for item in load_gold()}
     rows = [row for path in items for row in pq.read_table(path).to_pylist()]
@@ -113,7 +113,7 @@ def demo_flow(
 
 def release_quality(release: Path, answers: dict[str, str], votes: dict[str, Any]) -> dict[str, Any]:
     """Validity of the release's items by the gold set, and every vote the loop cost per kept valid item."""
-    from knowref60k.quality.validity import validity
+    from knowref60k.quality.gold_verdicts import validity
 
     ids = [row for split in SPLITS for row in load_release(release, split).column("id").to_pylist()]
     found = validity(ids, answers)

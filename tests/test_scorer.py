@@ -23,7 +23,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD, SPAN_SLICE_CHECK, VALIDITY_MODEL
 from knowref60k.core.records import Span
-from knowref60k.extract.validity import BASE_FEATURES, CONTEXT_DIMENSIONS, FEATURES, TreeEnsemble
+from knowref60k.extract.scorer import BASE_FEATURES, CONTEXT_DIMENSIONS, FEATURES, TreeEnsemble
 from knowref60k.prepare.preparer import Preparer
 from tests.conftest import REPO
 from tests.test_model_evaluation import in_eval_environment

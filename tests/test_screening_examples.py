@@ -21,7 +21,7 @@ from annotation.votes import VOTE_SCHEMA
 from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA
-from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES
+from knowref60k.extract.scorer import CONTEXT_DIMENSIONS, FEATURES
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import SCREENING
 from knowref60k.quality.gold import GoldItem

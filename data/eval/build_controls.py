@@ -20,8 +20,8 @@ from knowref60k.labelling.controls import DEFAULT_CONTROLS
 from knowref60k.labelling.decisions import SCREENING, VALID
 from knowref60k.quality.evaluation import extract_sentences
 from knowref60k.quality.gold import GOLD_FILE
+from knowref60k.quality.gold_verdicts import SCREENING_REASON_OF
 from knowref60k.quality.pool import POOL_STAGES
-from knowref60k.quality.validity import SCREENING_REASON_OF
 
 
 def main() -> None:

@@ -5,7 +5,7 @@
 
 1. The loose rule (person detection "score") makes a candidate of every judged sentence of
    `data/eval/reddit_gold.jsonl` that has exactly two names before its connective; each gets its feature
-   vector (knowref60k.extract.validity) and its label (valid when the gold set calls the sentence valid
+   vector (knowref60k.extract.scorer) and its label (valid when the gold set calls the sentence valid
    and the candidate's spans are the judged whole names).
 2. The fine-tuned encoder's out-of-fold scores come from `data/scorer/finetune.py` (run it first; it
    writes the adapters and `span_out_of_fold.json`).

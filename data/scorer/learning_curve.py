@@ -36,8 +36,8 @@ from sklearn.model_selection import GroupKFold
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.encoder import MiniLM
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.scorer import Array, combine
 from knowref60k.extract.span_model import MAX_TOKENS
-from knowref60k.extract.validity import Array, combine
 from knowref60k.quality.gold import GoldItem, gold_metadata, load_gold
 from knowref60k.quality.score_eval import evaluate_score
 from knowref60k.quality.scorer_data import Example, examples

@@ -29,15 +29,15 @@ import orjson
 
 from annotation.simulate import screener
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k.extract.scorer import Array, combine
 from knowref60k.extract.span_model import SpanModel, candidate_spans
-from knowref60k.extract.validity import Array, combine
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import SCREENING, decide
 from knowref60k.quality.gold import GOLD_FILE, load_gold
+from knowref60k.quality.gold_verdicts import SCREENING_REASON_OF
 from knowref60k.quality.scorer_data import Example, examples
 from knowref60k.quality.screening_examples import load_examples, screening_examples, write_examples
 from knowref60k.quality.training import Supplement, fit_with, matrix, projection, weighted
-from knowref60k.quality.validity import SCREENING_REASON_OF
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 

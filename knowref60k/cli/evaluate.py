@@ -15,8 +15,8 @@ from rich.text import Text
 
 from knowref60k.cli.common import ConfigOption, ModelOption, console, user_errors
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, load_config
+from knowref60k.core.model_file import recall_floor
 from knowref60k.core.paths import CALIBRATION
-from knowref60k.core.validity_model import recall_floor
 
 # What the validity score is held to, on the held-back parts (docs/measurements.md, "The validity score").
 PRECISION_AT_RULES_YIELD, YIELD_AT_90 = 0.88, 60.0

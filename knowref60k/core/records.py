@@ -59,7 +59,7 @@ class Candidate:
     antecedent2: Span
     pronoun: Span
     pronoun_gender: str
-    # The chance that the candidate is a valid problem (knowref60k.extract.validity); None: not scored.
+    # The chance that the candidate is a valid problem (knowref60k.extract.scorer); None: not scored.
     validity_score: float | None = None
 
     def row(self, source: str, position: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from knowref60k.core.names import (
 )
 from knowref60k.extract.cleaning import load_bot_names
 from knowref60k.extract.nlp import Pipeline, WordFinder, pronoun_forms, shared_pipeline
-from knowref60k.extract.validity import ValidityScorer
+from knowref60k.extract.scorer import ValidityScorer
 
 # A first name that is also a common word counts at a sentence's start only if this popular (percent).
 POPULAR_NAME_PERCENT = 0.01

@@ -21,8 +21,8 @@ from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import __version__, code_fingerprint, data_fingerprint
 from knowref60k.extract.nlp import model_version, resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
-from knowref60k.extract.stages.validity import ValidityScore
-from knowref60k.extract.validity import share_span_encoder
+from knowref60k.extract.scorer import share_span_encoder
+from knowref60k.extract.stages.score import ValidityScore
 from knowref60k.ingest.readers import (
     InputCheck,
     LineChunk,

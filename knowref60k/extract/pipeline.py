@@ -22,12 +22,12 @@ from knowref60k.extract.stages.connectives import ConnectiveFilter
 from knowref60k.extract.stages.language import LanguageFilter
 from knowref60k.extract.stages.prefilter import Prefilter
 from knowref60k.extract.stages.read import ReadLines
+from knowref60k.extract.stages.score import ValidityScore
 from knowref60k.extract.stages.screen import Screen
 from knowref60k.extract.stages.shape import ShapeFilter
 from knowref60k.extract.stages.split import Split
 from knowref60k.extract.stages.surface import SurfaceFilter
 from knowref60k.extract.stages.triage import Triage
-from knowref60k.extract.stages.validity import ValidityScore
 from knowref60k.ingest.readers import LineChunk
 
 StageClass = type[Stage[Any, Any]]

@@ -17,18 +17,18 @@ import orjson
 from knowref60k.core.cache import cache_key, cache_path, computing, read_cached, write_cached
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.errors import UserError
+from knowref60k.core.model_file import recall_floor
 from knowref60k.core.names import NAMES_DIR
 from knowref60k.core.paths import SCORER_DIR
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stage import stage_modules
 from knowref60k.core.stats import PipelineStats
-from knowref60k.core.validity_model import recall_floor
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k.extract.extractor import BOTS_DIR
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor, ChunkResult, StageClass
 from knowref60k.extract.stages.connectives import ConnectiveFinder
-from knowref60k.extract.stages.validity import ValidityScore
+from knowref60k.extract.stages.score import ValidityScore
 from knowref60k.ingest.readers import LineChunk
 
 _DETOKENIZE_RULES = [

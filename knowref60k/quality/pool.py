@@ -18,7 +18,7 @@ from knowref60k.extract.persons import is_sentence_initial
 from knowref60k.extract.pipeline import STAGES, StageClass
 from knowref60k.extract.records import NounPhrase, Target
 from knowref60k.extract.stages.antecedents import AntecedentFilter, looks_like_name
-from knowref60k.extract.stages.validity import ValidityScore
+from knowref60k.extract.stages.score import ValidityScore
 
 POOL_FIELDS = (
     "candidate_id",

@@ -23,8 +23,8 @@ from knowref60k.extract.extractor import BOTS_DIR
 from knowref60k.extract.nlp import model_version
 from knowref60k.extract.pipeline import STAGES, candidate
 from knowref60k.extract.records import LineBatch, Sentence
-from knowref60k.extract.stages.validity import ValidityScore
-from knowref60k.extract.validity import Array, CandidateFeatures
+from knowref60k.extract.scorer import Array, CandidateFeatures
+from knowref60k.extract.stages.score import ValidityScore
 from knowref60k.ingest.readers import LineChunk
 from knowref60k.quality.gold import GoldItem, judge
 

@@ -1,7 +1,7 @@
 """Training the validity model (scikit-learn, imported only here): gradient-boosted trees on the judged
 candidates' features, the recall floor from the out-of-fold scores of the whole score (the trees'
 and the fine-tuned encoder's, whose out-of-fold scores `data/scorer/finetune.py` stores), the trees
-exported as JSON for `knowref60k.extract.validity`, and an ablation. `data/scorer/build.py` runs it."""
+exported as JSON for `knowref60k.extract.scorer`, and an ablation. `data/scorer/build.py` runs it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import orjson
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.nlp import model_version
-from knowref60k.extract.validity import CONTEXT_DIMENSIONS, FEATURES, Array, combine
+from knowref60k.extract.scorer import CONTEXT_DIMENSIONS, FEATURES, Array, combine
 from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.quality.scorer_data import Example
 

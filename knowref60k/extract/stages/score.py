@@ -1,4 +1,4 @@
-"""Validity: every candidate gets its validity score (knowref60k.extract.validity), the chance that its
+"""Validity: every candidate gets its validity score (knowref60k.extract.scorer), the chance that its
 two antecedents are two people the pronoun can refer to. Nothing is dropped here: `prepare` sets aside
 the candidates below the threshold, so a later model can still take them up."""
 

@@ -26,9 +26,9 @@ from spacy.tokens import Doc
 
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.errors import UserError
+from knowref60k.core.model_file import read_model
 from knowref60k.core.names import NameLexicon, census_first_names, ssa_name_counts
 from knowref60k.core.paths import VALIDITY_MODEL
-from knowref60k.core.validity_model import read_model
 from knowref60k.extract.persons import (
     NAME_SHAPE,
     NUMERIC_TYPES,
