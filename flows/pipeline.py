@@ -27,7 +27,7 @@ from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.config import load_labelling_config
 from knowref60k.prepare.preparer import set_aside_path
-from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD
+from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
 
 
 @flow(name="candidates-to-items")
@@ -53,14 +53,13 @@ def pipeline_flow(
 def labelling_plan(settings: RunSettings, prepared: dict[str, Any]) -> dict[str, Any]:
     """The levels items were prepared and will be labelled at, what that is expected to cost, and the
     candidates the threshold held back (kept, so they can be sent later)."""
-    stats = PipelineStats.from_dict(prepared["stats"])
     return {
         "validity_threshold": settings.prepare.validity_threshold,
         "skip_screening_above": settings.labelling.skip_level,
         "careful_screening_below": settings.labelling.careful_level,
         "expected": settings.levels.to_dict() if settings.levels else None,
         "cost": settings.cost.to_dict(),
-        "held_below_threshold": stats["threshold"].dropped.get(BELOW_THRESHOLD, 0),
+        "held_below_threshold": held_back(PipelineStats.from_dict(prepared["stats"])),
         "held_files": [
             str(set_aside_path(Path(f["source"]), Path(f["items_path"]).parent)) for f in prepared["files"]
         ],
@@ -126,8 +125,8 @@ def plan_text(plan: dict[str, Any]) -> str:
         )
     return (
         f"{levels}.\n{plan['held_below_threshold']:,} candidates scored below the threshold and were held "
-        "back (kept in items/*.below-threshold.parquet; to label them too: `knowref60k prepare FILE --out "
-        "ITEMS --validity-threshold 0`, then push the items)."
+        f"back (kept in items/*{HELD_BACK_SUFFIX}; to label them too: `{SEND_HELD_BACK}`, then push the "
+        "items)."
     )
 
 

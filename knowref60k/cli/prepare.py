@@ -68,11 +68,9 @@ def prepare(
 
 def held_back_text(stats: Any, threshold: float, out: Path) -> str:
     """How many candidates the threshold held back, where they are and how to send them after all."""
-    from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD
+    from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
 
-    held = stats["threshold"].dropped.get(BELOW_THRESHOLD, 0)
     return (
-        f"{held:,} candidates scored below the validity threshold {threshold:g}: kept in "
-        f"{out.resolve()}/*.below-threshold.parquet; to label them too, prepare that file with "
-        "--validity-threshold 0 and push its items"
+        f"{held_back(stats):,} candidates scored below the validity threshold {threshold:g}: kept in "
+        f"{out.resolve()}/*{HELD_BACK_SUFFIX}; to label them too: `{SEND_HELD_BACK}`, then push its items"
     )

@@ -13,7 +13,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import chosen_levels
 from knowref60k.labelling.cost_model import CostConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
-from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD, HELD_BACK_SUFFIX
+from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD, HELD_BACK_SUFFIX, SEND_HELD_BACK
 from knowref60k.release.labelled import Labelled
 
 
@@ -102,8 +102,8 @@ def cost_section(facts: Mapping[str, Any]) -> str:
     taken = f" ({later['candidates']:,} more were prepared later at {at})" if later["candidates"] else ""
     lines.append(
         f"- Held back: {facts['held_below_threshold']:,} candidates scored below the threshold{taken}. They "
-        "are kept in the run's `items/*.below-threshold.parquet` and can be labelled later: `knowref60k "
-        "prepare FILE --out ITEMS --validity-threshold 0`, then push the items."
+        f"are kept in the run's `items/*{HELD_BACK_SUFFIX}` and can be labelled later: `{SEND_HELD_BACK}`, "
+        "then push the items."
     )
     return "\n".join(lines) + "\n"
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from knowref60k.core.stage import Stage
+from knowref60k.core.stats import PipelineStats
 from knowref60k.prepare.context import PrepareContext, Row
 
 BELOW_THRESHOLD = "below_validity_threshold"
-# The file beside the items that holds them: a candidates file, which prepare can take again.
+# The file beside the items that holds them: a candidates file, which prepare can take again, thus.
 HELD_BACK_SUFFIX = ".below-threshold.parquet"
+SEND_HELD_BACK = "knowref60k prepare FILE --out ITEMS --validity-threshold 0"
 
 
 class ValidityThreshold(Stage[Row, Row]):
@@ -33,3 +35,9 @@ class ValidityThreshold(Stage[Row, Row]):
                 continue
             self.count(None)
             yield row
+
+
+def held_back(stats: PipelineStats) -> int:
+    """The candidates a prepare funnel's threshold held back."""
+    stage = stats.stages.get(ValidityThreshold.name)
+    return stage.dropped.get(BELOW_THRESHOLD, 0) if stage else 0
