@@ -3,6 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
+KNOWREF60K := $(VENV)/bin/knowref60k
 SHARED ?= ../shared
 OUT ?= output/run
 # Label Studio's database: sqlite, postgresql (a server of its own) or a postgresql:// URL.
@@ -98,20 +99,20 @@ setup: $(VENV)/.compiled ## Create .venv with pinned dependencies, a spaCy pipel
 	@mkdir -p $(PREFECT_HOME) && chmod 700 $(PREFECT_HOME)
 
 labelstudio: setup $(LS_VENV)/.installed ## Start Label Studio and its vote receiver on 127.0.0.1 (data in .labelstudio/, logins in .env)
-	@$(PY) -m annotation.server start
-	@$(PY) -m annotation.receiver start --items $(OUT)/items
+	@$(KNOWREF60K) labelstudio server start
+	@$(KNOWREF60K) labelstudio receiver start --items $(OUT)/items
 
 labelstudio-stop: ## Stop the Label Studio that `make labelstudio` started, and its vote receiver
-	@$(PY) -m annotation.server stop
+	@$(KNOWREF60K) labelstudio server stop
 
 demo-stop: ## Stop the demo's own Label Studio (port 8081, data in .labelstudio-demo/)
-	@$(PY) -m annotation.server stop --demo
+	@$(KNOWREF60K) labelstudio server stop --demo
 
 model: ## (Re)install the spaCy pipeline (pinned en_core_web_sm, else ../shared/models)
 	@rm -f $(VENV)/.model && $(MAKE) --no-print-directory $(VENV)/.model
 
 run: setup $(LS_VENV)/.installed ## Extract, prepare and push the 1M-comment sample (or INPUTS=...) into Label Studio
-	$(PY) -m flows.pipeline --out $(OUT) --label-studio $(INPUTS)
+	$(KNOWREF60K) run --out $(OUT) --label-studio $(INPUTS)
 
 lint: setup ## ruff check, ruff format --check, mypy
 	$(VENV)/bin/ruff check .
@@ -169,10 +170,10 @@ bench-annotation: setup $(LS_VENV)/.installed postgresql ## Label Studio under c
 		$(PY) benchmarks/bench_connections.py || missed=1; exit $$missed
 
 serve: setup $(LS_VENV)/.installed ## Local Prefect server (127.0.0.1:4200) + scheduled deployments (DUMPS_DIR=dumps)
-	$(PY) -m flows.serve --dumps $(or $(DUMPS_DIR),dumps) --out $(OUT)
+	$(KNOWREF60K) serve --dumps $(or $(DUMPS_DIR),dumps) --out $(OUT)
 
 demo: setup $(LS_VENV)/.installed ## The whole loop with simulated annotators, ending in a release (DUMPS=... to change)
-	$(PY) -m flows.demo --out output/demo $(DUMPS)
+	$(KNOWREF60K) demo --out output/demo $(DUMPS)
 
 clean: ## Remove generated outputs (keeps .venv)
 	rm -rf output .prefect .pytest_cache .mypy_cache .ruff_cache

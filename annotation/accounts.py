@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 import httpx
 import orjson
 
-from annotation.settings import Settings, write_private
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.separation import ROLE_STAGES
 
+from .settings import Settings, write_private
+
 if TYPE_CHECKING:
-    from annotation.client import LabelStudioClient
+    from .client import LabelStudioClient
 
 SIMULATED_PREFIX = "simulated-"
 DOMAIN = "knowref60k.local"

@@ -19,11 +19,13 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from annotation.settings import load_settings
-from annotation.status import VOTE_COLUMNS
+from knowref60k.cli.common import add_forwarded
 from knowref60k.core.errors import UserError, storage_error
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
+
+from .settings import load_settings
+from .status import VOTE_COLUMNS
 
 annotate_app = typer.Typer(
     help="Screening and resolution in Label Studio.", no_args_is_help=True, rich_markup_mode=None
@@ -58,9 +60,10 @@ def _config(path: Path | None) -> LabellingConfig:
 def push(items: ItemsArgument, config: ConfigOption = None) -> None:
     """New items into screening (or resolution, when screening is off), with their share of control
     items; items already in the project are never imported twice."""
-    from annotation.client import LabelStudioClient
-    from annotation.operations import first_stage, push_new
     from knowref60k.core.io import distinct_files
+
+    from .client import LabelStudioClient
+    from .operations import first_stage, push_new
 
     repeated = len(items) - len(distinct_files(items))
     if repeated:
@@ -83,8 +86,8 @@ def push(items: ItemsArgument, config: ConfigOption = None) -> None:
 @annotate_app.command()
 def promote(items: ItemsArgument, out: OutOption = DEFAULT_OUT, config: ConfigOption = None) -> None:
     """Push to resolution the items that screening accepted, by the votes last collected into OUT."""
-    from annotation.client import LabelStudioClient
-    from annotation.operations import promote as promote_items
+    from .client import LabelStudioClient
+    from .operations import promote as promote_items
 
     with one_line_errors(), LabelStudioClient(load_settings()) as client:
         report = promote_items(client, items, out / "votes.parquet", _config(config))
@@ -104,8 +107,8 @@ def users(
     ] = None,
 ) -> None:
     """Create annotator accounts of a role, or give existing ones a role; prints their logins."""
-    from annotation.accounts import accounts_file, check_count, create_accounts, enrol
-    from annotation.client import LabelStudioClient
+    from .accounts import accounts_file, check_count, create_accounts, enrol
+    from .client import LabelStudioClient
 
     with one_line_errors():
         if not count and not email:
@@ -125,9 +128,10 @@ def users(
 def collect(out: OutOption = DEFAULT_OUT, config: ConfigOption = None) -> None:
     """Export both stages' votes into OUT, refuse the votes the roles forbid, and close every task whose
     outcome is decided."""
-    from annotation.client import LabelStudioClient
-    from annotation.collect import collect as collect_votes
     from knowref60k.core.io import refuse_file_as_folder
+
+    from .client import LabelStudioClient
+    from .collect import collect as collect_votes
 
     with one_line_errors():
         refuse_file_as_folder(out)  # before the settings and the export, which can take minutes
@@ -163,7 +167,7 @@ def status(
 ) -> None:
     """Where the labelling stands, by the last collect into OUT: items waiting, in progress and decided
     per stage, votes spent and still needed, and every annotator's votes and quality."""
-    from annotation.status import read_status, render_status
+    from .status import read_status, render_status
 
     with one_line_errors():
         found = read_status(out, _config(config))
@@ -184,7 +188,7 @@ def examples(
 ) -> None:
     """Every decided screening task, by the votes last collected into OUT, as a judged example for the
     validity score (valid, or invalid with the screeners' reason), marked screening-derived: give the
-    file to `data/scorer/build.py --screening-examples`."""
+    file to `tools/scorer/build.py --screening-examples`."""
     from knowref60k.core.io import read_rows, refuse_output_over_inputs
     from knowref60k.quality.screening_examples import ITEM_FIELDS, screening_examples, write_examples
 
@@ -212,8 +216,8 @@ def simulate(
 ) -> None:
     """FOR DEMOS AND TESTS ONLY: simulated accounts take tasks from the stage's labelling stream and vote
     through the API (screeners call every item valid unless they err; the demo gives them the gold set)."""
-    from annotation.client import LabelStudioClient
-    from annotation.operations import simulate as run
+    from .client import LabelStudioClient
+    from .operations import simulate as run
 
     with one_line_errors():
         if stage not in STAGES:
@@ -221,3 +225,26 @@ def simulate(
         with LabelStudioClient(load_settings()) as client:
             work = run(client, stage, annotators, accuracy, _config(config), seed=seed)
     typer.echo(f"{stage}: {work.total:,} simulated votes ({annotators} annotators, accuracy {accuracy})")
+
+
+labelstudio_app = typer.Typer(
+    help="The local Label Studio server and its vote receiver.", no_args_is_help=True, rich_markup_mode=None
+)
+add_forwarded(
+    labelstudio_app,
+    "server",
+    "knowref60k_annotation.server:main",
+    "start | stop | status [--demo]: the local Label Studio (data in .labelstudio/, logins in .env).",
+)
+add_forwarded(
+    labelstudio_app,
+    "receiver",
+    "knowref60k_annotation.receiver:main",
+    "start [--items DIR] | stop | status [--demo]: the vote receiver that settles each vote as it arrives.",
+)
+
+
+def add_commands(app: typer.Typer) -> None:
+    """The Label Studio side's commands in `knowref60k` (the `knowref60k.commands` entry point)."""
+    app.add_typer(annotate_app, name="annotate")
+    app.add_typer(labelstudio_app, name="labelstudio")

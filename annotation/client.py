@@ -18,12 +18,13 @@ import httpx
 from label_studio_sdk import LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from annotation.settings import Settings, receiver_url, state_lock, webhook_secret
-from annotation.tasks import TASK_BUILDERS
-from annotation.webhooks import WebhookReview, WebhookSpec, review
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+
+from .settings import Settings, receiver_url, state_lock, webhook_secret
+from .tasks import TASK_BUILDERS
+from .webhooks import WebhookReview, WebhookSpec, review
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -112,7 +113,7 @@ class LabelStudioClient:
 
     def __init__(self, settings: Settings, timeout: float = 120.0, api_url: str | None = None) -> None:
         """`api_url`: where to send the API requests, if not to the server's URL (the same server's
-        settle worker, annotation.server); webhooks and messages still name the server."""
+        settle worker, knowref60k_annotation.server); webhooks and messages still name the server."""
         self.settings = settings
         self.api_url = api_url or settings.url
         self.sdk = LabelStudio(base_url=self.api_url, api_key=settings.api_key, timeout=timeout)  # type: ignore[no-untyped-call]
@@ -196,7 +197,7 @@ class LabelStudioClient:
         return SAMPLING.get(self.settings.database, DEFAULT_SAMPLING)
 
     def review_webhooks(self, projects: Collection[int]) -> list[str]:
-        """Keep the webhooks of our `projects` as the pipeline set them (annotation.webhooks): remove any
+        """Keep the webhooks of our `projects` as the pipeline set them (webhooks.py): remove any
         other that sends their events, restore ours, make it where it is missing; one review at a time
         per server, and a webhook gone meanwhile is no error. Returns a line for each change, also logged
         and kept in `webhook_changes`."""

@@ -1,6 +1,6 @@
 """Collect both stages from Label Studio: every vote, the tasks' state, the votes the roles refuse; close
 every task whose outcome is decided, so that nobody is served it again; and keep the projects' webhooks as
-the pipeline set them (annotation.webhooks).
+the pipeline set them (webhooks.py).
 
 Writes into OUT: `votes.parquet` (the accepted votes of both stages), `tasks.parquet` (every task with its
 state after closing), `refused-votes.jsonl` (each refused vote with its reason) and `collect.json`.
@@ -17,15 +17,16 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annotation.accounts import SIMULATED_PREFIX, roles
-from annotation.client import LabelStudioClient
-from annotation.tasks import CAREFUL
-from annotation.votes import VOTE_SCHEMA, VoteCounts, votes_from_export
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import atomic_path, write_json_atomic
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import STAGES, distinct_votes
 from knowref60k.labelling.separation import explain, separate
+
+from .accounts import SIMULATED_PREFIX, roles
+from .client import LabelStudioClient
+from .tasks import CAREFUL
+from .votes import VOTE_SCHEMA, VoteCounts, votes_from_export
 
 TASK_SCHEMA = pa.schema(
     [

@@ -12,16 +12,17 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from annotation.accounts import SIMULATED_PREFIX, ensure_accounts
-from annotation.client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
-from annotation.receiver import ReceiverProcess
-from annotation.settle import promotion_lock
-from annotation.simulate import AnnotatorSession, Work, resolver, screener, work_through
-from annotation.tasks import CAREFUL, ORDER_SEED, simulated_truth
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.controls import draw_controls, load_controls
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, decide_stage
 from knowref60k.labelling.separation import STAGE_ROLES
+
+from .accounts import SIMULATED_PREFIX, ensure_accounts
+from .client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
+from .receiver import ReceiverProcess
+from .settle import promotion_lock
+from .simulate import AnnotatorSession, Work, resolver, screener, work_through
+from .tasks import CAREFUL, ORDER_SEED, simulated_truth
 
 
 def first_stage(config: LabellingConfig) -> str:

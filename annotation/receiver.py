@@ -2,15 +2,15 @@
 
 Label Studio sends a webhook synchronously, inside the annotator's request, with a 1 s timeout; so the
 receiver answers at once and leaves the work to a few worker threads: decide the task, raise or close
-its overlap, promote an item screening accepted (annotation.settle). An event only names the task to
+its overlap, promote an item screening accepted (settle.py). An event only names the task to
 settle: what is acted on is read back from Label Studio with the pipeline's token. It refuses a request
 without the shared secret (403), answers a bad payload with 400 and a log line, ignores events of other
 projects and repeated events, and loses nothing it cannot repair: whatever it misses (it was down, Label
-Studio was restarted, a settle failed) the periodic sync (`annotation.collect`) reconciles.
+Studio was restarted, a settle failed) the periodic sync (`collect.py`) reconciles.
 
-    python -m annotation.receiver start [--items output/run/items] [--config FILE]    (make labelstudio)
-    python -m annotation.receiver stop|status [--demo]
-    python -m annotation.receiver serve CONFIG_JSON      (in the foreground; what the flows start)
+    knowref60k labelstudio receiver start [--items output/run/items] [--config FILE]    (make labelstudio)
+    knowref60k labelstudio receiver stop|status [--demo]
+    python -m knowref60k_annotation.receiver serve CONFIG_JSON      (in the foreground; what the flows start)
 """
 
 from __future__ import annotations
@@ -37,9 +37,15 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from annotation.client import LabelStudioClient
-from annotation.server import RECEIVER, Background, settle_url
-from annotation.settings import (
+from knowref60k.core.errors import ServiceUnavailable, UserError
+from knowref60k.core.io import private_dir
+from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.decisions import STAGES
+from knowref60k.labelling.slots import QueueState
+
+from .client import LabelStudioClient
+from .server import RECEIVER, Background, settle_url
+from .settings import (
     REPO,
     SECRET_HEADER,
     WEBHOOK_ACTIONS,
@@ -49,12 +55,7 @@ from annotation.settings import (
     receiver_url,
     webhook_secret,
 )
-from annotation.settle import Settler
-from knowref60k.core.errors import ServiceUnavailable, UserError
-from knowref60k.core.io import private_dir
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
-from knowref60k.labelling.decisions import STAGES
-from knowref60k.labelling.slots import QueueState
+from .settle import Settler
 
 log = logging.getLogger(__name__)
 WORKERS = 16
@@ -352,7 +353,7 @@ def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) 
 
 
 def review_webhooks(client: LabelStudioClient) -> None:
-    """Put the projects' webhooks back as the pipeline set them before listening (annotation.webhooks);
+    """Put the projects' webhooks back as the pipeline set them before listening (webhooks.py);
     a server that does not answer yet leaves it to the next sync."""
     try:
         found = [client.find_project(stage) for stage in STAGES]
@@ -409,7 +410,7 @@ class ReceiverProcess(Background):
             self.stop()
         private_dir(self.state_dir)
         self.config_file.write_bytes(wanted)
-        command = [sys.executable, "-m", "annotation.receiver", "serve", str(self.config_file)]
+        command = [sys.executable, "-m", "knowref60k_annotation.receiver", "serve", str(self.config_file)]
         self.wait_healthy(self.spawn(command, self.environment()), self.healthy, timeout)
         return f"vote receiver started at {receiver_url(self.settings)} (log: {self.log_file})"
 

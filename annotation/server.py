@@ -1,6 +1,6 @@
 """Start and stop a local Label Studio server (its own virtual environment, loopback only, SQLite).
 
-python -m annotation.server start|stop|status [--demo]
+knowref60k labelstudio server start|stop|status [--demo]
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres, database_environment
-from annotation.settings import REPO, Settings, demo_settings, load_settings, receiver_url
-from annotation.webhooks import banned_networks
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import private_dir
+
+from .database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres, database_environment
+from .settings import REPO, Settings, demo_settings, load_settings, receiver_url
+from .webhooks import banned_networks
 
 LABEL_STUDIO = Path(
     os.environ.get("KNOWREF60K_LABELSTUDIO_BIN", REPO / ".venv-labelstudio" / "bin" / "label-studio")
@@ -43,7 +44,7 @@ APPLICATION_MODULE = "knowref60k_labelstudio"
 # Seconds it keeps a database connection open between requests (0: Django's default, one per request).
 CONNECTION_MAX_AGE = "KNOWREF60K_DB_CONN_MAX_AGE"
 DEFAULT_CONNECTION_MAX_AGE = 300
-# The name of the vote receiver's pid and log files (annotation.receiver), stopped with its server.
+# The name of the vote receiver's pid and log files (receiver.py), stopped with its server.
 RECEIVER = "receiver"
 # On several processes, the vote receiver's requests go to a Label Studio worker of their own, on this
 # port beside the server's: queued behind the annotators' requests, a vote took seconds to settle.
@@ -250,7 +251,7 @@ class Server(Background):
             raise RuntimeError(f"label-studio init exited with code {done.returncode}; see {self.log_file}")
 
     def stop(self, timeout: float = 30.0) -> str:
-        """Stop the server and its vote receiver (annotation.receiver), when that runs."""
+        """Stop the server and its vote receiver (receiver.py), when that runs."""
         receiver = Background(self.settings, RECEIVER, "vote receiver")
         stopped = receiver.stop(timeout) if receiver.pid() is not None else None
         settle_worker = self.settle_worker()

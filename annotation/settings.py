@@ -27,11 +27,11 @@ DEFAULT_PROJECT = "KnowRef-60K pronoun resolution"
 DEMO_STATE_DIR = REPO / ".labelstudio-demo"
 DEMO_PORT = DEFAULT_PORT + 1
 DEMO_PROJECT = "knowref60k demo (simulated annotators)"
-# The vote receiver (annotation.receiver) listens beside its Label Studio, this many ports up.
+# The vote receiver (receiver.py) listens beside its Label Studio, this many ports up.
 RECEIVER_PORT_OFFSET = 10
 SECRET_HEADER = "X-Knowref60k-Secret"
 WEBHOOK_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED")
-# Label Studio's worker processes on PostgreSQL (annotation.server; docs/labelling-operations.md), and
+# Label Studio's worker processes on PostgreSQL (server.py; docs/labelling-operations.md), and
 # the most one server may start: each holds a whole Django application in memory.
 DEFAULT_WORKERS = 3
 MAX_WORKERS = 64
@@ -47,9 +47,9 @@ class Settings:
     project: str = DEFAULT_PROJECT
     # Where this server's data, log and local records (annotator logins, their roles) live.
     state_dir: Path = STATE_DIR
-    # Its database: sqlite, postgresql (a server of its own) or a postgresql:// URL (annotation.database).
+    # Its database: sqlite, postgresql (a server of its own) or a postgresql:// URL (database.py).
     database: str = "sqlite"
-    # Label Studio's worker processes on PostgreSQL (annotation.server); SQLite always runs one.
+    # Label Studio's worker processes on PostgreSQL (server.py); SQLite always runs one.
     workers: int = DEFAULT_WORKERS
 
     @property
@@ -147,7 +147,7 @@ def demo_settings(settings: Settings) -> Settings:
 
 @dataclass(frozen=True)
 class LabelStudioConfig:
-    """The `[labelstudio]` table of the TOML config: the local server's database (annotation.database;
+    """The `[labelstudio]` table of the TOML config: the local server's database (database.py;
     KNOWREF60K_LABELSTUDIO_DATABASE, when set, wins) and, on PostgreSQL, its worker processes (1: Label
     Studio's own single-process server)."""
 
@@ -155,8 +155,9 @@ class LabelStudioConfig:
     workers: int = DEFAULT_WORKERS
 
     def __post_init__(self) -> None:
-        from annotation.database import database_problem
         from knowref60k.core.errors import UserError
+
+        from .database import database_problem
 
         if not 1 <= self.workers <= MAX_WORKERS:
             raise UserError(

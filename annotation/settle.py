@@ -2,7 +2,7 @@
 to what its rule can still use or close it, and send an item screening accepted on to resolution.
 
 The webhook receiver calls this for each vote as it arrives; the demo's and benchmark's simulated
-annotators go through the receiver too. The periodic collect (`annotation.collect`) applies the same
+annotators go through the receiver too. The periodic collect (`collect.py`) applies the same
 queue states to every task, and so repairs whatever a settle missed.
 """
 
@@ -16,16 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotation.accounts import roles
-from annotation.client import LabelStudioClient, read_items
-from annotation.settings import state_lock
-from annotation.tasks import CAREFUL, ORDER_SEED
-from annotation.votes import votes_from_export
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
 from knowref60k.labelling.quality import is_control
 from knowref60k.labelling.separation import ROLE_STAGES
 from knowref60k.labelling.slots import QueueState
+
+from .accounts import roles
+from .client import LabelStudioClient, read_items
+from .settings import state_lock
+from .tasks import CAREFUL, ORDER_SEED
+from .votes import votes_from_export
 
 log = logging.getLogger(__name__)
 CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"

@@ -22,10 +22,11 @@ from typing import Any
 
 import httpx
 
-from annotation.accounts import Account, submit_form
-from annotation.settings import Settings
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
+
+from .accounts import Account, submit_form
+from .settings import Settings
 
 # (item id, how many votes the simulation cast on it before) -> answer code: the k-th vote on an item is
 # the same whichever account Label Studio happens to serve it to, so a simulation is reproducible.

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.settings import SECRET_HEADER, WEBHOOK_ACTIONS
+from .settings import SECRET_HEADER, WEBHOOK_ACTIONS
 
 # The fields of our webhook that the review restores, besides its url and project.
 KEPT_FIELDS = ("is_active", "send_payload", "send_for_all_actions", "actions", "headers")

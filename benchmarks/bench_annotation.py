@@ -41,15 +41,6 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from annotation.accounts import create_accounts
-from annotation.client import STAGE_PROJECTS, LabelStudioClient
-from annotation.collect import collect
-from annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
-from annotation.receiver import ReceiverProcess
-from annotation.server import Server
-from annotation.settings import DEFAULT_WORKERS, LabelStudioConfig, Settings
-from annotation.simulate import AnnotatorSession, resolver, screener
-from annotation.tasks import resolution_task, simulated_truth
 from knowref60k.core.console import make_console
 from knowref60k.core.errors import ServiceUnavailable
 from knowref60k.labelling.config import LabellingConfig
@@ -57,6 +48,15 @@ from knowref60k.labelling.costs import outcomes, resolver_answers, screener_answ
 from knowref60k.labelling.decisions import RESOLUTION, decide_stage, distinct_votes
 from knowref60k.labelling.separation import STAGE_ROLES
 from knowref60k.labelling.slots import POLICIES
+from knowref60k_annotation.accounts import create_accounts
+from knowref60k_annotation.client import STAGE_PROJECTS, LabelStudioClient
+from knowref60k_annotation.collect import collect
+from knowref60k_annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
+from knowref60k_annotation.receiver import ReceiverProcess
+from knowref60k_annotation.server import Server
+from knowref60k_annotation.settings import DEFAULT_WORKERS, LabelStudioConfig, Settings
+from knowref60k_annotation.simulate import AnnotatorSession, resolver, screener
+from knowref60k_annotation.tasks import resolution_task, simulated_truth
 
 REPO = Path(__file__).resolve().parent.parent
 console = make_console()

@@ -29,11 +29,11 @@ import httpx
 import orjson
 from bench_annotation import REPO, bench_settings, console, item
 
-from annotation.client import LabelStudioClient
-from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres
-from annotation.server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE, Server
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION
+from knowref60k_annotation.client import LabelStudioClient
+from knowref60k_annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres
+from knowref60k_annotation.server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE, Server
 
 TARGET_RATIO = 0.85
 SLASHLESS_TARGET_RATIO = 1.05

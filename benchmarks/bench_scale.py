@@ -6,7 +6,7 @@ in-process extractor (2 worker processes) measured in the same run.
 Splits RC_sample_1M.zst into 2 shards, starts (or reuses) the local Prefect server on 127.0.0.1:4200,
 and runs, `--repeat` times in turn: the sharded extraction flow with 1 Dask worker, with 2, and the
 in-process extractor on the whole file. Each Dask run starts its own cluster (the time includes the
-workers' start and the model load, as for a user's `python -m flows.scale`), not the split. The machine's
+workers' start and the model load, as for a user's `knowref60k flow scale`), not the split. The machine's
 speed varies, so best and median are reported, and the targets judged on the best of each. For comparison
 (not judged), the same flow on a cluster already running with its workers' models loaded, as with
 `--address`: the shards' time without the start-up. Results go to output/bench/scale.json.
@@ -26,11 +26,11 @@ from typing import Any
 
 import orjson
 
-from flows.serve import API, start_prefect_server
 from knowref60k.core.config import ExtractConfig, load_config
 from knowref60k.core.console import make_console
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.slicing import split_dump
+from knowref60k_flows.serve import API, start_prefect_server
 
 REPO = Path(__file__).resolve().parent.parent
 DUMP = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
@@ -42,7 +42,7 @@ console = make_console()
 
 def dask_run(shards: list[str], out: Path, workers: int, address: str | None = None) -> tuple[float, int]:
     """The sharded flow on a local cluster it starts, or on the running one at `address`."""
-    from flows.scale import dask_runner, sharded_flow
+    from knowref60k_flows.scale import dask_runner, sharded_flow
 
     shutil.rmtree(out, ignore_errors=True)  # measure a real run, not a skip
     started = time.perf_counter()
@@ -51,7 +51,7 @@ def dask_run(shards: list[str], out: Path, workers: int, address: str | None = N
 
 
 def preload_extractor() -> None:
-    from flows.scale import worker_extractor
+    from knowref60k_flows.scale import worker_extractor
 
     worker_extractor(load_config(None))  # the call the shard task makes, so its cache serves the task
 
@@ -59,7 +59,7 @@ def preload_extractor() -> None:
 def warm_dask_run(shards: list[str], out: Path, workers: int) -> tuple[float, int]:
     from distributed import Client
 
-    from flows.scale import batch_cluster, local_cluster_kwargs
+    from knowref60k_flows.scale import batch_cluster, local_cluster_kwargs
 
     cluster_kwargs = {**local_cluster_kwargs(workers), "dashboard_address": None}
     with batch_cluster(**cluster_kwargs) as cluster, Client(cluster) as client:

@@ -1,8 +1,8 @@
 """Prefect flows of the labelling loop: push items to screening, keep the loop moving, collect votes.
 
-python -m flows.annotate push output/run/items/*.items.parquet
-python -m flows.annotate sync --items output/run/items --out output/annotation
-python -m flows.annotate collect --out output/annotation
+knowref60k flow annotate push output/run/items/*.items.parquet
+knowref60k flow annotate sync --items output/run/items --out output/annotation
+knowref60k flow annotate collect --out output/annotation
 
 `sync` collects both stages, closes every decided task and pushes the items screening accepted to
 resolution; `make serve` runs it every few minutes, so annotators are rarely served a decided task.
@@ -17,11 +17,11 @@ from typing import Any
 
 from prefect import flow
 
-from annotation.settings import load_settings
-from flows.labelling import collect_votes, promote, push
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import load_labelling_config
+from knowref60k_annotation.settings import load_settings
+from knowref60k_flows.labelling import collect_votes, promote, push
 
 
 @flow(name="push-items")

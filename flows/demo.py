@@ -1,7 +1,7 @@
 """The whole loop on real dumps, with simulated annotators: dump -> candidates -> items -> screening of
 the original sentences -> resolution of the renamed ones -> votes -> release.
 
-    python -m flows.demo [DUMP ...] [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
+    knowref60k demo [DUMP ...] [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
 
 Simulated screeners answer from the hand-judged gold set (`data/eval/`), right with the given accuracy;
 simulated resolvers answer a seeded coin per item. Both work at the same time, one thread per account, and
@@ -23,11 +23,6 @@ from typing import Any
 import pyarrow.parquet as pq
 from prefect import flow, task
 
-from annotation.settings import demo_settings, load_settings, with_config
-from flows.common import RunSettings, missing_inputs
-from flows.labelling import collect_votes, promote, push, simulate, start_label_studio
-from flows.pipeline import pipeline_flow
-from flows.release import cut_release
 from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
@@ -36,6 +31,11 @@ from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
+from knowref60k_annotation.settings import demo_settings, load_settings, with_config
+from knowref60k_flows.common import RunSettings, missing_inputs
+from knowref60k_flows.labelling import collect_votes, promote, push, simulate, start_label_studio
+from knowref60k_flows.pipeline import pipeline_flow
+from knowref60k_flows.release import cut_release
 
 REPO = Path(__file__).resolve().parent.parent
 # Both samples of 2015-2019 comments (2.6 million): at the cost-chosen threshold one sample alone gives

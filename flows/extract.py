@@ -1,4 +1,4 @@
-"""Prefect flow: extract candidates from dumps, one task per input file (run it with flows.pipeline).
+"""Prefect flow: extract candidates from dumps, one task per input file (`knowref60k run` runs it).
 
 A file already extracted with the same config and code is skipped by the library's completion marker
 (its stats file), so a rerun does no new work and writes no duplicates.
@@ -11,11 +11,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from flows.common import RETRIES
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import merge_stats
 from knowref60k.extract.extractor import Extractor, check_distinct_outputs
+from knowref60k_flows.common import RETRIES
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="extract {path}")

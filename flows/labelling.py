@@ -1,5 +1,5 @@
 """Prefect tasks of the labelling loop, shared by the run, the demo and the scheduled flows. Each is a
-thin wrapper of `annotation.operations` / `annotation.collect` (paths and counts in and out)."""
+thin wrapper of the Label Studio side (`operations`, `collect`; paths and counts in and out)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from typing import Any
 
 from prefect import task
 
-from annotation import operations
-from annotation.accounts import ensure_accounts
-from annotation.client import LabelStudioClient
-from annotation.collect import collect
-from annotation.receiver import ReceiverProcess
-from annotation.server import Server
-from annotation.settings import Settings
-from flows.common import RETRIES
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION
+from knowref60k_annotation import operations
+from knowref60k_annotation.accounts import ensure_accounts
+from knowref60k_annotation.client import LabelStudioClient
+from knowref60k_annotation.collect import collect
+from knowref60k_annotation.receiver import ReceiverProcess
+from knowref60k_annotation.server import Server
+from knowref60k_annotation.settings import Settings
+from knowref60k_flows.common import RETRIES
 
 
 @task
@@ -75,7 +75,7 @@ def simulate(
     screening_truth: dict[str, str] | None = None,
     seed: int = 0,
 ) -> dict[str, int]:
-    """FOR DEMOS AND TESTS: simulated annotators work through a stage (annotation.operations.simulate)."""
+    """FOR DEMOS AND TESTS: simulated annotators work through a stage (`operations.simulate`)."""
     with LabelStudioClient(settings) as client:
         work = operations.simulate(client, stage, annotators, accuracy, config, screening_truth, seed)
     return work.votes

@@ -1,7 +1,7 @@
 """Prefect flow: index reference corpora for the overlap audit (one task per file), then score the
 known benchmarks against the index.
 
-python -m flows.overlap CORPUS... [--index output/overlap] [--benchmarks-out output/overlap-benchmarks]
+knowref60k flow overlap CORPUS... [--index output/overlap] [--benchmarks-out output/overlap-benchmarks]
 
 Tasks run one after another: an index has one writer. A retried or relaunched task resumes after the
 last batch it recorded, and a finished file is skipped.
@@ -16,10 +16,10 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from flows.common import RETRIES
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.extract.nlp import resolve_model_name
+from knowref60k_flows.common import RETRIES
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="index {corpus_path}")

@@ -1,6 +1,6 @@
 """Prefect flow: extraction, then de-duplication and perturbation, of one or more dumps.
 
-    python -m flows.pipeline --out output/run ../shared/data/reddit/RC_2005-12.zst ...
+    knowref60k run --out output/run ../shared/data/reddit/RC_2005-12.zst ...
 
 Layout under --out: candidates/ (extraction), items/ (annotation-ready items), dedup-index.sqlite
 (the de-duplication index, shared by every run that uses this folder).
@@ -16,11 +16,6 @@ from typing import Any
 from prefect import flow
 from rich.console import Console
 
-from annotation.settings import load_labelstudio_config, load_settings, with_config
-from flows.common import RunSettings, missing_inputs, worker_count
-from flows.extract import extract_flow
-from flows.labelling import ensure_annotators, push, start_label_studio
-from flows.prepare import prepare_flow
 from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import write_json_atomic
@@ -28,6 +23,11 @@ from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.config import load_labelling_config
 from knowref60k.prepare.preparer import set_aside_path
 from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
+from knowref60k_annotation.settings import load_labelstudio_config, load_settings, with_config
+from knowref60k_flows.common import RunSettings, missing_inputs, worker_count
+from knowref60k_flows.extract import extract_flow
+from knowref60k_flows.labelling import ensure_annotators, push, start_label_studio
+from knowref60k_flows.prepare import prepare_flow
 
 
 @flow(name="candidates-to-items")
@@ -175,7 +175,7 @@ def annotation_flow(items: list[str], screeners: int, resolvers: int, config_pat
     console.print(
         "Screening comes first; the vote receiver settles each vote as it arrives (closes decided tasks, "
         "opens the slots a task still needs, sends screened-valid items to resolution); "
-        "`python -m flows.annotate sync` (or `make serve`) collects the votes and repairs what it missed."
+        "`knowref60k flow annotate sync` (or `make serve`) collects the votes and repairs what it missed."
     )
     console.print(
         f"Admin: {settings.username} (password in .env). Stop the server and its receiver with "

@@ -10,11 +10,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 
-from flows.common import RETRIES
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.io import write_json_atomic
 from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
+from knowref60k_flows.common import RETRIES
 
 
 @task(**RETRIES, retry_delay_seconds=10, task_run_name="prepare {candidates_path}")

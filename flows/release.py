@@ -1,6 +1,6 @@
 """Prefect flow: collect the votes, then cut a release.
 
-python -m flows.release --version 2026.11 [--run output/run] [--votes-dir output/annotation]
+knowref60k flow release --version 2026.11 [--run output/run] [--votes-dir output/annotation]
                         [--overlap-index output/overlap] [--debias ngrams|encoder]
 """
 
@@ -13,14 +13,14 @@ from typing import Any
 
 from prefect import flow, task
 
-from annotation.settings import load_settings
-from flows.labelling import collect_votes
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config
 from knowref60k.release.build import build_release
 from knowref60k.release.config import ReleaseConfig
+from knowref60k_annotation.settings import load_settings
+from knowref60k_flows.labelling import collect_votes
 
 
 @task

@@ -1,6 +1,6 @@
 """Extraction of one large dump on a Dask cluster: split it into shards, one task per shard.
 
-    python -m flows.scale DUMP --shards 8 --out output/scale [--workers 4 | --address tcp://host:8786]
+    knowref60k flow scale DUMP --shards 8 --out output/scale [--workers 4 | --address tcp://host:8786]
 
 A local cluster (`--workers` processes, one thread each) by default, or an existing Dask scheduler
 (`--address`). Dask workers report to the Prefect server named by PREFECT_API_URL (start one with
@@ -23,13 +23,13 @@ from distributed import LocalCluster
 from prefect import flow, task
 from prefect_dask import DaskTaskRunner
 
-from flows.common import RETRIES, worker_count
 from knowref60k.core.config import ExtractConfig, load_config
 from knowref60k.core.console import make_console, render_funnel
 from knowref60k.core.parallel import settle_garbage_collector
 from knowref60k.core.stats import merge_stats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.slicing import split_dump
+from knowref60k_flows.common import RETRIES, worker_count
 
 
 @functools.cache

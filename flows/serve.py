@@ -1,6 +1,6 @@
 """Start a local Prefect server (127.0.0.1:4200) and serve the scheduled deployments.
 
-    python -m flows.serve [--dumps DIR] [--out output/run]      (make serve)
+    knowref60k serve [--dumps DIR] [--out output/run]      (make serve)
 
 - `watch-dumps`: every hour, processes each new or changed RC_*.zst / RC_*.ndjson of the dumps folder
   (monthly dumps appear once a month; an hourly look costs a directory listing and a few stat calls).
@@ -60,9 +60,9 @@ def start_prefect_server() -> None:
 
 def start_receiver(items: Path) -> str:
     """The vote receiver of the local Label Studio (settles each vote; the sync repairs what it misses)."""
-    from annotation.receiver import ReceiverProcess
-    from annotation.settings import load_settings
     from knowref60k.labelling.config import load_labelling_config
+    from knowref60k_annotation.receiver import ReceiverProcess
+    from knowref60k_annotation.settings import load_settings
 
     return ReceiverProcess(load_settings(create=True)).start(load_labelling_config(), [items])
 
@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PREFECT_API_URL"] = API
     from prefect import serve
 
-    from flows.annotate import sync_flow
-    from flows.watch import release_candidate_flow, watch_flow
+    from knowref60k_flows.annotate import sync_flow
+    from knowref60k_flows.watch import release_candidate_flow, watch_flow
 
     print(f"Prefect UI: http://127.0.0.1:{PORT}  (watching {args.dumps}; Ctrl-C stops serving)", flush=True)
     serve(

@@ -1,5 +1,5 @@
 """Prefect flows for unattended runs: process each new monthly dump of a folder, and cut a release
-candidate on a schedule. `python -m flows.serve` (make serve) serves both as deployments."""
+candidate on a schedule. `knowref60k serve` (make serve) serves both as deployments."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 from prefect import flow, get_run_logger
 
-from flows.common import RunSettings
-from flows.labelling import push
-from flows.pipeline import pipeline_flow
-from flows.release import release_flow
 from knowref60k.ingest.ledger import Ledger, settled
+from knowref60k_flows.common import RunSettings
+from knowref60k_flows.labelling import push
+from knowref60k_flows.pipeline import pipeline_flow
+from knowref60k_flows.release import release_flow
 
 DUMP_PATTERNS = ("RC_*.zst", "RC_*.ndjson")
 # How long a dump must keep its size and modification time to be taken as complete: a download or copy
@@ -51,7 +51,7 @@ def watch_flow(
         try:
             result = pipeline_flow([str(dump.path)], out_dir, settings=settings)
             if push_items:
-                from annotation.settings import load_settings
+                from knowref60k_annotation.settings import load_settings
 
                 push(
                     load_settings(), [f["items_path"] for f in result["prepare"]["files"]], settings.labelling

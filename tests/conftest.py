@@ -13,8 +13,6 @@ from typing import Any, NoReturn
 
 import pytest
 
-from annotation.server import Server
-from annotation.settings import Settings
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.stats import StageStats
 from knowref60k.extract.cleaning import clean_text
@@ -22,6 +20,8 @@ from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import iter_line_chunks, open_input, parse_chunk
 from knowref60k.ingest.slicing import write_line_range
+from knowref60k_annotation.server import Server
+from knowref60k_annotation.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -292,7 +292,7 @@ def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
     first start takes about two minutes, a copy of its data starts in seconds."""
     import orjson
 
-    from annotation.server import LABEL_STUDIO
+    from knowref60k_annotation.server import LABEL_STUDIO
 
     if not LABEL_STUDIO.exists():
         missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")

@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner, Result
 
-from annotation.client import ITEM_COLUMNS, LabelStudioClient
-from annotation.receiver import ReceiverProcess
-from annotation.settings import Settings
 from knowref60k.cli.app import app
 from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k_annotation.client import ITEM_COLUMNS, LabelStudioClient
+from knowref60k_annotation.receiver import ReceiverProcess
+from knowref60k_annotation.settings import Settings
 from tests.conftest import use_label_studio
 from tests.test_annotation import item, log_in
 

@@ -12,12 +12,16 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.accounts import Account, create_accounts, enrol, load_accounts, roles
-from annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
-from annotation.collect import collect
-from annotation.settings import Settings
-from annotation.simulate import AnnotatorSession, Stream, resolver, screener
-from annotation.tasks import (
+from knowref60k.core.errors import UserError
+from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
+from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, explain
+from knowref60k_annotation.accounts import Account, create_accounts, enrol, load_accounts, roles
+from knowref60k_annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
+from knowref60k_annotation.collect import collect
+from knowref60k_annotation.settings import Settings
+from knowref60k_annotation.simulate import AnnotatorSession, Stream, resolver, screener
+from knowref60k_annotation.tasks import (
     NEITHER,
     SCREENING_ANSWERS,
     names_first_is_name1,
@@ -27,11 +31,7 @@ from annotation.tasks import (
     sentence_html,
     simulated_truth,
 )
-from annotation.votes import votes_from_export
-from knowref60k.core.errors import UserError
-from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
-from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, explain
+from knowref60k_annotation.votes import votes_from_export
 
 NAMES = [("Paul", "Mary"), ("Susan", "Linda"), ("James", "Robert"), ("Karen", "Betty")]
 # No control items in these projects: the tests count every task.
@@ -173,7 +173,7 @@ def test_the_simulation_waits_for_each_votes_event_to_reach_the_receiver(
     """A vote returns to its annotator before its webhook may have reached the receiver (Label Studio
     gives up on a webhook after a second while the receiver still takes it): an idle receiver short of the
     votes cast is not settled, unless the events stay missing for LOST_EVENT_SECONDS."""
-    from annotation import operations
+    from knowref60k_annotation import operations
 
     receiver = FakeReceiver()
     settled = operations.received_and_settled(receiver)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -58,18 +59,28 @@ def package_modules() -> dict[str, Path]:
     return modules
 
 
-def imports_of(path: Path, known: Iterable[str]) -> set[str]:
-    """The package modules a file imports, at any depth (inside functions and TYPE_CHECKING too)."""
+def imports_of(path: Path, known: Iterable[str], importer: str = "") -> set[str]:
+    """The project modules a file imports, at any depth (inside functions and TYPE_CHECKING too); a
+    relative import is resolved against `importer`, the importing module's name."""
     known = set(known)
     found = set()
     for node in ast.walk(ast.parse(path.read_bytes())):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute_module(node, importer, path.name == "__init__.py")
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
         found |= {name for name in names if name in known}
     return found
+
+
+def absolute_module(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    package = importer.split(".") if is_package else importer.split(".")[:-1]
+    base = package[: len(package) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
 
 
 def phase_of(module: str) -> int:
@@ -98,7 +109,11 @@ def test_imports_point_down_or_sideways_never_up() -> None:
 
 def test_no_module_imports_itself_through_a_circle() -> None:
     modules = package_modules()
-    graph = {module: imports_of(path, modules) - {module} for module, path in modules.items()}
+    graph = {module: imports_of(path, modules, module) - {module} for module, path in modules.items()}
+    assert cycles_in(graph) == []
+
+
+def cycles_in(graph: dict[str, set[str]]) -> list[str]:
     cycles = []
     for start in graph:
         stack, seen = [(start, [start])], set()
@@ -110,14 +125,114 @@ def test_no_module_imports_itself_through_a_circle() -> None:
                 elif nxt not in seen:
                     seen.add(nxt)
                     stack.append((nxt, [*trail, nxt]))
-    assert cycles == []
+    return cycles
 
 
 def test_the_library_imports_neither_prefect_nor_the_flows() -> None:
     for module, path in package_modules().items():
         text = path.read_text(encoding="utf-8")
         assert "import prefect" not in text and "from prefect" not in text, module
-        assert "from flows" not in text and "import flows" not in text, module
+
+
+# ---- the project's three packages ----
+
+# From the bottom up: the library, the Label Studio side, the Prefect flows, each installed under the
+# project's name from the folder the layout puts it in.
+LAYERS = {"knowref60k": "knowref60k", "knowref60k_annotation": "annotation", "knowref60k_flows": "flows"}
+# Loaded by Label Studio's own process from its path (a Django application): no module of ours.
+NOT_A_PACKAGE = "labelstudio_app"
+
+
+def project_modules() -> dict[str, Path]:
+    modules = {}
+    for name, folder in LAYERS.items():
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = path.relative_to(REPO / folder).with_suffix("").parts
+            if parts[0] != NOT_A_PACKAGE:
+                modules[".".join([name, *(parts[:-1] if parts[-1] == "__init__" else parts)])] = path
+    return modules
+
+
+def project_imports() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {module: imports_of(path, modules, module) - {module} for module, path in modules.items()}
+
+
+def layer_of(module: str) -> int:
+    return list(LAYERS).index(module.split(".")[0])
+
+
+def test_the_library_the_label_studio_side_and_the_flows_import_only_downwards() -> None:
+    graph = project_imports()
+    upward = [f"{m} -> {i}" for m, imported in graph.items() for i in imported if layer_of(i) > layer_of(m)]
+    assert upward == []
+    assert sum(1 for m, imported in graph.items() if m.startswith("knowref60k_flows") and imported) > 5
+
+
+def test_no_circle_among_the_projects_modules() -> None:
+    graph = project_imports()
+    assert cycles_in(graph) == []
+
+
+def test_only_the_flows_import_prefect() -> None:
+    importing = [
+        module
+        for module, path in project_modules().items()
+        if any(line.lstrip().startswith(("import prefect", "from prefect")) for line in path.open())
+    ]
+    assert importing and all(module.startswith("knowref60k_flows.") for module in importing)
+
+
+def test_no_code_imports_the_folders_by_their_generic_names() -> None:
+    """`annotation` and `flows` are folders, not modules: importing them by those names would load a
+    second copy of a module beside the installed one."""
+    generic = {"annotation", *(f"annotation.{p.stem}" for p in (REPO / "annotation").glob("*.py"))}
+    generic |= {"flows", *(f"flows.{p.stem}" for p in (REPO / "flows").glob("*.py"))}
+    folders = ("knowref60k", "annotation", "flows", "tests", "benchmarks", "tools", "data")
+    offenders = [
+        f"{path.relative_to(REPO)}: {name}"
+        for folder in folders
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for name in imports_of(path, generic, "")
+    ]
+    assert offenders == []
+
+
+def test_installing_the_project_adds_only_names_of_its_own() -> None:
+    """Every installed top-level module is named for the project, and every folder of Python modules
+    is installed."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    installed = set(setuptools["packages"])
+    assert {name.split(".")[0] for name in installed} == set(LAYERS)
+    assert {LAYERS[name]: folder for name, folder in setuptools["package-dir"].items()} == {
+        folder: folder for folder in ("annotation", "flows")
+    }
+    packages = {module for module, path in project_modules().items() if path.name == "__init__.py"}
+    assert packages == installed
+
+
+def test_data_holds_data_sources_and_manifests_only() -> None:
+    """The scripts that rebuild data live in tools/, beside nothing they write."""
+    code = [
+        str(path.relative_to(REPO)) for path in (REPO / "data").rglob("*") if path.suffix in (".py", ".toml")
+    ]
+    assert code == []
+    assert sorted(p.name for p in (REPO / "tools").iterdir() if p.is_dir()) == sorted(
+        p.name
+        for p in (REPO / "data").iterdir()
+        if p.is_dir() and any((REPO / "tools" / p.name).glob("*.py"))
+    )
+
+
+def test_the_command_line_adds_the_other_parts_commands_through_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    from knowref60k.cli.app import COMMAND_GROUP, app
+
+    plugged = {entry.value.split(":")[0] for entry in entry_points(group=COMMAND_GROUP)}
+    assert plugged == {"knowref60k_annotation.cli", "knowref60k_flows.cli"}
+    names = {info.name for info in app.registered_groups} | {info.name for info in app.registered_commands}
+    assert {"annotate", "labelstudio", "run", "demo", "serve", "flow"} <= names
 
 
 # ---- the stage protocol ----
@@ -299,7 +414,7 @@ def pipeline_modules() -> tuple[str, ...]:
     script = (
         "import sys, json\n"
         "import knowref60k.cli.app, knowref60k.extract.extractor, knowref60k.prepare.preparer\n"
-        "import flows.pipeline\n"
+        "import knowref60k_flows.pipeline\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     result = subprocess.run(

@@ -13,13 +13,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.accounts import Account, create_accounts
-from annotation.client import LabelStudioClient
-from annotation.collect import collect
-from annotation.settings import Settings
-from annotation.simulate import AnnotatorSession
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k_annotation.accounts import Account, create_accounts
+from knowref60k_annotation.client import LabelStudioClient
+from knowref60k_annotation.collect import collect
+from knowref60k_annotation.settings import Settings
+from knowref60k_annotation.simulate import AnnotatorSession
 from tests.conftest import REPO, missing_prerequisite
 from tests.test_annotation import item
 

@@ -15,7 +15,6 @@ from scipy import sparse
 from typer.testing import CliRunner
 
 import knowref60k
-from annotation.votes import VOTE_SCHEMA
 from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import ITEM_SCHEMA
@@ -25,6 +24,7 @@ from knowref60k.debias.features import labels_of, ngram_features
 from knowref60k.debias.linear import fit
 from knowref60k.debias.problems import Problem, read_problems
 from knowref60k.debias.report import debias
+from knowref60k_annotation.votes import VOTE_SCHEMA
 from tests.test_release import screened, synthetic_run, vote
 
 WORDS = [f"word{i}" for i in range(400)]

@@ -178,9 +178,14 @@ def test_docs_link_to_files_that_exist() -> None:
 
 
 # Prose that names files and sections: the front page, the docs, and the READMEs beside data and code.
-PROSE = [*DOCS, *sorted((REPO / "data").glob("**/README.md")), REPO / "annotation" / "README.md"]
+PROSE = [
+    *DOCS,
+    *sorted((REPO / "data").glob("**/README.md")),
+    REPO / "annotation" / "README.md",
+    REPO / "tools" / "README.md",
+]
 # Code whose comments and docstrings point readers to a section of a page.
-CODE_DIRS = ("knowref60k", "annotation", "flows", "data", "benchmarks")
+CODE_DIRS = ("knowref60k", "annotation", "flows", "tools", "benchmarks")
 CODE_FILES = ("Makefile", "pyproject.toml", "config.example.toml")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 LINK = re.compile(r"\]\(([^)\s#]*)#([^)\s]+)\)")

@@ -17,8 +17,6 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.client import LabelStudioClient
-from annotation.server import Server
 from knowref60k.core.config import ExtractConfig
 from knowref60k.core.errors import UserError
 from knowref60k.extract.extractor import Extractor
@@ -26,6 +24,8 @@ from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
 from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.labelling.decisions import RESOLUTION
+from knowref60k_annotation.client import LabelStudioClient
+from knowref60k_annotation.server import Server
 from tests.conftest import REPO, shared_file, wait_for
 from tests.test_annotation import item
 from tests.test_extract import GOOD
@@ -513,7 +513,7 @@ def test_unreadable_votes_are_a_clear_error(tmp_path: Path, damage: str, message
 def test_bad_votes_are_left_out_and_counted_by_reason(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from annotation.votes import VOTE_SCHEMA
+    from knowref60k_annotation.votes import VOTE_SCHEMA
     from tests.test_release import synthetic_run
 
     run = synthetic_run(tmp_path / "run", {"t3_a": 2})
@@ -547,7 +547,7 @@ def test_bad_votes_are_left_out_and_counted_by_reason(tmp_path: Path) -> None:
 def test_no_votes_at_all_give_kappa_not_available_not_nan(tmp_path: Path) -> None:
     import pyarrow as pa
 
-    from annotation.votes import VOTE_SCHEMA
+    from knowref60k_annotation.votes import VOTE_SCHEMA
     from tests.test_release import synthetic_run
 
     run = synthetic_run(tmp_path / "run", {"t3_a": 2})

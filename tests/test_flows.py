@@ -21,13 +21,6 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.client import LabelStudioClient, read_items
-from annotation.receiver import ReceiverProcess
-from annotation.settings import RECEIVER_PORT_OFFSET, Settings, demo_settings, load_settings
-from annotation.tasks import ORDER_SEED, simulated_truth
-from flows.annotate import collect_flow, push_flow
-from flows.extract import extract_flow
-from flows.prepare import prepare_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
@@ -35,6 +28,13 @@ from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, decide_stage
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
+from knowref60k_annotation.client import LabelStudioClient, read_items
+from knowref60k_annotation.receiver import ReceiverProcess
+from knowref60k_annotation.settings import RECEIVER_PORT_OFFSET, Settings, demo_settings, load_settings
+from knowref60k_annotation.tasks import ORDER_SEED, simulated_truth
+from knowref60k_flows.annotate import collect_flow, push_flow
+from knowref60k_flows.extract import extract_flow
+from knowref60k_flows.prepare import prepare_flow
 from tests.conftest import REPO, free_port, use_label_studio, wait_for
 from tests.test_release import SEND_ALL, SENTENCES, comment  # each sentence yields exactly one candidate
 
@@ -206,7 +206,7 @@ def test_push_flow_imports_each_item_once(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from flows.annotate import main
+    from knowref60k_flows.annotate import main
 
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows push")
     items = [report["items_path"] for report in run["prepare"]["files"]]
@@ -232,9 +232,9 @@ def test_push_flow_imports_each_item_once(
 def vote_all(settings: Settings, stage: str, role: str, count: int, answer: Any, prefix: str = "") -> int:
     """`count` accounts of `role` each vote on every task of the stage (no receiver runs: no task is
     settled in between)."""
-    from annotation.accounts import ensure_accounts
-    from annotation.client import STAGE_PROJECTS
-    from annotation.simulate import AnnotatorSession, work_through
+    from knowref60k_annotation.accounts import ensure_accounts
+    from knowref60k_annotation.client import STAGE_PROJECTS
+    from knowref60k_annotation.simulate import AnnotatorSession, work_through
 
     with LabelStudioClient(settings) as client:
         accounts = ensure_accounts(client, role, count, prefix)
@@ -315,7 +315,7 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from flows.release import release_flow
+    from knowref60k_flows.release import release_flow
 
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows release")
     screened_and_pushed(run, settings)
@@ -367,7 +367,7 @@ def refuses_the_same_version_and_aflite_on_too_few(
 ) -> None:
     """Through the command line: an existing version is refused and left as it was; `--debias` reaches
     the release, which is too small for AFLite and says so."""
-    from flows.release import main
+    from knowref60k_flows.release import main
 
     before = snapshot(release)
     capsys.readouterr()
@@ -435,13 +435,13 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     capsys: pytest.CaptureFixture[str],
     request: pytest.FixtureRequest,
 ) -> None:
-    import flows.demo
+    import knowref60k_flows.demo
 
     use_project(monkeypatch, label_studio, "unused: the demo names its own project")
     # The demo's own Label Studio is, here, the session's server; its default is checked in test_settings.
     monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", label_studio.url)
     monkeypatch.setenv("KNOWREF60K_DEMO_LABELSTUDIO_DIR", str(tmp_path / "demo-state"))
-    from annotation.settings import ENV_FILE
+    from knowref60k_annotation.settings import ENV_FILE
 
     env_file_before = ENV_FILE.read_bytes() if ENV_FILE.exists() else None
     dump = write_dump(tmp_path / "dumps" / "RC_2099-03.ndjson")
@@ -450,7 +450,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     request.addfinalizer(receiver.stop)  # the demo's receiver, beside the session's server
     config = tmp_path / "knowref60k.toml"
     config.write_text(SYNTHETIC_CONFIG)
-    result = flows.demo.demo_flow([str(dump)], str(out), config_path=str(config))
+    result = knowref60k_flows.demo.demo_flow([str(dump)], str(out), config_path=str(config))
     # Every vote went through the receiver, which settled each one.
     health = receiver.health()
     assert health is not None and health["queued"] == sum(result["votes_cast"].values())
@@ -480,7 +480,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     # Again through the command line: nothing new to do, and the same release is reused.
     before = snapshot(out / "releases")
     capsys.readouterr()
-    assert flows.demo.main([str(dump), "--out", str(out), "--config", str(config)]) == 0
+    assert knowref60k_flows.demo.main([str(dump), "--out", str(out), "--config", str(config)]) == 0
     printed = words(capsys.readouterr().out)
     assert "simulated votes cast {'screening': 0, 'resolution': 0}" in printed
     assert f"Release (SIMULATED votes): {release}" in printed
@@ -588,7 +588,7 @@ def tail(log: Path) -> str:
 def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
     tmp_path: Path, dump: Path, run: dict[str, Any]
 ) -> None:
-    """`python -m flows.scale` with one local Dask worker, reporting to a Prefect server of its own."""
+    """`knowref60k flow scale` with one local Dask worker, reporting to a Prefect server of its own."""
     api_url = f"http://127.0.0.1:{free_port()}/api"
     port = api_url.rsplit(":", 1)[1].split("/")[0]
     server = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", port]
@@ -598,9 +598,18 @@ def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
     with process_group(server, prefect_env(home), server_log) as process:
         wait_for(lambda: healthy(api_url) or process.poll() is not None, 120, "the Prefect server")
         assert process.poll() is None, tail(server_log)
-        command = [sys.executable, "-m", "flows.scale", str(dump), "--shards", "2", "--workers", "1"]
+        command = [
+            sys.executable,
+            "-m",
+            "knowref60k_flows.scale",
+            str(dump),
+            "--shards",
+            "2",
+            "--workers",
+            "1",
+        ]
         with process_group([*command, "--out", str(out)], prefect_env(home, api_url), scale_log) as scale:
-            wait_for(lambda: scale.poll() is not None, 300, "flows.scale")
+            wait_for(lambda: scale.poll() is not None, 300, "knowref60k_flows.scale")
         assert scale.returncode == 0, tail(scale_log)
         runs = api_post(api_url, "/flow_runs/filter", {})
         assert [r["state_type"] for r in runs] == ["COMPLETED"]
@@ -671,7 +680,7 @@ def free_label_studio_port() -> int:
 def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """flows.serve has no option for its port (4200, fixed): the test sets the module's PORT and API to a
+    """The serve flow has no option for its port (4200, fixed): the test sets the module's PORT and API to a
     free port before calling its main, in a subprocess with its own PREFECT_HOME. Its Label Studio settings
     (and so the vote receiver it starts) live in the test's folder, on ports of their own."""
     for key in ("USERNAME", "PASSWORD", "API_KEY"):
@@ -686,7 +695,7 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     dumps, out = tmp_path / "dumps", tmp_path / "run"
     dumps.mkdir()
     script = (
-        "import sys, flows.serve as serve; "
+        "import sys, knowref60k_flows.serve as serve; "
         f"serve.PORT = {port}; serve.API = {api_url!r}; "
         "sys.exit(serve.main(sys.argv[1:]))"
     )
@@ -716,7 +725,7 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
             check_deployments(api_url, found, dumps, out)
             assert f"Prefect UI: http://127.0.0.1:{port}" in log.read_text()
             # Ctrl-C: serving stops; the server, started in a session of its own, keeps running.
-            assert stop_group(process.pid, signal.SIGINT), "flows.serve did not stop on SIGINT"
+            assert stop_group(process.pid, signal.SIGINT), "knowref60k_flows.serve did not stop on SIGINT"
             process.wait(timeout=120)
             assert servers and healthy(api_url)
             # The vote receiver outlives serving, as the Prefect server does; it has this test's settings.
@@ -737,7 +746,7 @@ def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> N
     the spaCy pipeline there."""
     probe = (
         "import gc\n"
-        "from flows.scale import worker_extractor\n"
+        "from knowref60k_flows.scale import worker_extractor\n"
         "from knowref60k.core.config import ExtractConfig\n"
         "before = len(gc.get_objects())\n"
         "extractor = worker_extractor(ExtractConfig())\n"
@@ -755,11 +764,11 @@ def test_a_dask_worker_loads_its_extractor_once_and_settles_its_collector() -> N
 
 
 def test_a_batch_cluster_gives_every_worker_the_batch_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The workers of `flows.scale`'s local cluster run without Dask's statistical profiler and without
+    """The workers of the scale flow's local cluster run without Dask's statistical profiler and without
     the malloc trim threshold Dask's nannies set, and this process's environment is left alone."""
     from distributed import Client
 
-    from flows.scale import batch_cluster, local_cluster_kwargs
+    from knowref60k_flows.scale import batch_cluster, local_cluster_kwargs
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
 

@@ -10,10 +10,10 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from flows.pipeline import pipeline_flow
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.connectives import ConnectiveFinder
+from knowref60k_flows.pipeline import pipeline_flow
 from tests.conftest import shared_file
 
 # The dumps of these tests are complete when the watch starts: a short settle period will do.
@@ -103,14 +103,14 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
 
 
 def test_pipeline_reports_a_missing_input_clearly(tmp_path: Path) -> None:
-    from flows.pipeline import main
+    from knowref60k_flows.pipeline import main
 
     assert main([str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "out")]) == 2
 
 
 @pytest.mark.integration
 def test_watch_processes_new_and_changed_dumps_once(tmp_path: Path) -> None:
-    from flows.watch import watch_flow
+    from knowref60k_flows.watch import watch_flow
 
     dumps = tmp_path / "dumps"
     dumps.mkdir()
@@ -138,9 +138,9 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
 ) -> None:
     """The ledger keys on the library's fingerprint (settings, model, code, data): an edited stage makes
     `make serve` redo every dump, where a hash of the settings alone would call them done."""
-    import flows.common
     import knowref60k.extract.extractor as extractor
-    from flows.watch import watch_flow
+    import knowref60k_flows.common
+    from knowref60k_flows.watch import watch_flow
 
     dumps = tmp_path / "dumps"
     dumps.mkdir()
@@ -157,8 +157,10 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
     edited = extractor.code_fingerprint
     monkeypatch.setattr(extractor, "code_fingerprint", lambda *modules: edited(*modules) + "-edited")
     reads = []
-    loaded = flows.common.load_config
-    monkeypatch.setattr(flows.common, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k))
+    loaded = knowref60k_flows.common.load_config
+    monkeypatch.setattr(
+        knowref60k_flows.common, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k)
+    )
     assert watch_flow(str(dumps), str(out), config, **QUICK_WATCH)["processed"] == {
         "RC_2099-01.ndjson": "done"
     }
@@ -168,8 +170,8 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
 
 @pytest.mark.integration
 def test_overlap_flow_indexes_once_and_scores_the_benchmarks(tmp_path: Path) -> None:
-    from flows.overlap import overlap_flow
     from knowref60k.overlap.index import OverlapIndex
+    from knowref60k_flows.overlap import overlap_flow
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(

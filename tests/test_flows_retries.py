@@ -7,8 +7,8 @@ import pytest
 from prefect import flow, task
 from prefect.states import Failed
 
-from flows.common import RETRIES, is_transient
 from knowref60k.core.errors import ServiceUnavailable, UserError
+from knowref60k_flows.common import RETRIES, is_transient
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def test_misspelt_config_table_or_key_outside_a_table_is_refused(
 
 
 def _with_labelstudio_config(path: Path) -> Any:
-    from annotation.settings import Settings, with_config
+    from knowref60k_annotation.settings import Settings, with_config
 
     return with_config(Settings("http://127.0.0.1:1", "u", "p", "k"), path)
 
@@ -199,8 +199,8 @@ def test_flows_workers_option_is_checked_and_capped_like_the_command_line(
 ) -> None:
     import argparse
 
-    from flows.common import worker_count
     from knowref60k.core import parallel
+    from knowref60k_flows.common import worker_count
 
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
     assert (worker_count("1"), worker_count("24")) == (1, 2)

@@ -167,8 +167,8 @@ def test_watch_leaves_a_dump_that_is_still_growing_for_the_next_run(
     import logging
     from types import SimpleNamespace
 
-    import flows.watch
     import knowref60k.ingest.ledger
+    import knowref60k_flows.watch
 
     dumps, out = tmp_path / "dumps", tmp_path / "run"
     complete, growing = comments_dump(dumps / "RC_a.ndjson", 2), comments_dump(dumps / "RC_b.ndjson", 2)
@@ -184,15 +184,15 @@ def test_watch_leaves_a_dump_that_is_still_growing_for_the_next_run(
         with growing.open("ab") as handle:
             handle.write(b"\n")
 
-    monkeypatch.setattr(flows.watch, "get_run_logger", lambda: logging.getLogger("watch"))
-    monkeypatch.setattr(flows.watch, "pipeline_flow", pipeline)
+    monkeypatch.setattr(knowref60k_flows.watch, "get_run_logger", lambda: logging.getLogger("watch"))
+    monkeypatch.setattr(knowref60k_flows.watch, "pipeline_flow", pipeline)
     monkeypatch.setattr(knowref60k.ingest.ledger, "time", SimpleNamespace(sleep=settle), raising=False)
-    first = flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
+    first = knowref60k_flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
     assert (first["processed"], handed_over) == ({complete.name: "done"}, [[complete.name]])
     monkeypatch.setattr(
         knowref60k.ingest.ledger, "time", SimpleNamespace(sleep=lambda seconds: None), raising=False
     )
-    second = flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
+    second = knowref60k_flows.watch.watch_flow.fn(str(dumps), str(out), push_items=False)
     assert second["processed"] == {growing.name: "done"} and handed_over[-1] == [growing.name]
 
 

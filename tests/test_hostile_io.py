@@ -543,7 +543,7 @@ class RecordingClient:
         pass
 
     def push(self, items: Any, stage: str, *_: object) -> Any:
-        from annotation.client import PushReport
+        from knowref60k_annotation.client import PushReport
 
         ids = [item["candidate_id"] for item in items]
         self.offered[stage] = ids
@@ -551,9 +551,9 @@ class RecordingClient:
 
 
 def test_push_of_one_items_file_twice_offers_each_item_and_its_controls_once(tmp_path: Path) -> None:
-    from annotation.operations import push_new
     from knowref60k.labelling.config import LabellingConfig
     from knowref60k.labelling.quality import is_control
+    from knowref60k_annotation.operations import push_new
     from tests.test_annotate_cli import write_items
 
     items = write_items(tmp_path / "RC_a.items.parquet", 40)
@@ -570,12 +570,12 @@ def test_push_of_one_items_file_twice_offers_each_item_and_its_controls_once(tmp
 def test_annotate_push_of_one_file_twice_says_each_item_was_offered_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import annotation.cli
-    import annotation.client
+    import knowref60k_annotation.cli
+    import knowref60k_annotation.client
     from tests.test_annotate_cli import write_items
 
-    monkeypatch.setattr(annotation.client, "LabelStudioClient", RecordingClient)
-    monkeypatch.setattr(annotation.cli, "load_settings", lambda: None)
+    monkeypatch.setattr(knowref60k_annotation.client, "LabelStudioClient", RecordingClient)
+    monkeypatch.setattr(knowref60k_annotation.cli, "load_settings", lambda: None)
     config = tmp_path / "labelling.toml"
     config.write_text("[labelling]\ncontrol_share = 0.0\n")
     items = str(write_items(tmp_path / "RC_a.items.parquet", 40))

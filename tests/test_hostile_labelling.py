@@ -15,12 +15,12 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from annotation.accounts import MAX_NEW_ACCOUNTS, create_accounts, load_accounts
-from annotation.database import database_environment, database_problem
-from annotation.receiver import Receiver, ReceiverProcess
-from annotation.settings import Settings, webhook_secret
 from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
+from knowref60k_annotation.accounts import MAX_NEW_ACCOUNTS, create_accounts, load_accounts
+from knowref60k_annotation.database import database_environment, database_problem
+from knowref60k_annotation.receiver import Receiver, ReceiverProcess
+from knowref60k_annotation.settings import Settings, webhook_secret
 from tests.conftest import REPO
 
 
@@ -77,7 +77,7 @@ def test_a_count_of_accounts_out_of_bounds_is_refused_before_any_is_made(count: 
 def test_each_account_is_on_record_before_the_next_is_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import annotation.accounts as accounts
+    import knowref60k_annotation.accounts as accounts
 
     settings = settings_in(tmp_path)
     signed: list[str] = []
@@ -127,8 +127,8 @@ def test_a_database_url_that_cannot_be_used_is_named_without_its_password(databa
 @pytest.mark.parametrize(
     ("command", "env_file"),
     [
-        (["-m", "annotation.server", "start"], "missing-folder/.env"),
-        (["-m", "annotation.receiver", "start"], "not-utf8.env"),
+        (["-m", "knowref60k_annotation.server", "start"], "missing-folder/.env"),
+        (["-m", "knowref60k_annotation.receiver", "start"], "not-utf8.env"),
         (["-m", "knowref60k", "annotate", "collect", "--out", "unused"], "not-utf8.env"),
     ],
 )

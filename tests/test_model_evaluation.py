@@ -20,12 +20,12 @@ import pytest
 from typer.testing import CliRunner
 
 import knowref60k
-from annotation.votes import VOTE_SCHEMA
 from knowref60k.core.errors import UserError
 from knowref60k.evaluate.problems import Problem, demonstrations, load_problems
 from knowref60k.evaluate.report import accuracy_with_interval, breakdown
 from knowref60k.release.build import build_release
 from knowref60k.release.winogrande_form import is_possessive, to_winogrande
+from knowref60k_annotation.votes import VOTE_SCHEMA
 from tests.conftest import REPO, missing_prerequisite
 from tests.test_release import synthetic_run
 

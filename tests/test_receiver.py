@@ -22,17 +22,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from annotation.accounts import create_accounts
-from annotation.client import LabelStudioClient
-from annotation.collect import collect
-from annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
-from annotation.receiver import Receiver, ReceiverProcess, ReceiverServer, TaskQueue, handler_for
-from annotation.server import APPLICATION_DIR, LABEL_STUDIO, Server, label_studio_package_dir, settle_url
-from annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
-from annotation.simulate import AnnotatorSession
-from annotation.tasks import CAREFUL
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k_annotation.accounts import create_accounts
+from knowref60k_annotation.client import LabelStudioClient
+from knowref60k_annotation.collect import collect
+from knowref60k_annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
+from knowref60k_annotation.receiver import Receiver, ReceiverProcess, ReceiverServer, TaskQueue, handler_for
+from knowref60k_annotation.server import (
+    APPLICATION_DIR,
+    LABEL_STUDIO,
+    Server,
+    label_studio_package_dir,
+    settle_url,
+)
+from knowref60k_annotation.settings import SECRET_HEADER, Settings, receiver_url, webhook_secret
+from knowref60k_annotation.simulate import AnnotatorSession
+from knowref60k_annotation.tasks import CAREFUL
 from tests.conftest import free_port, fresh_settings, missing_prerequisite, wait_for
 from tests.test_annotation import item
 
@@ -42,7 +48,7 @@ LATER = "2099-01-01T00:00:00.000000Z"
 
 
 class FakeSettler:
-    """Stands in for annotation.settle.Settler in the unit tests below: project 7 is the resolution one."""
+    """Stands in for the Settler in the unit tests below: project 7 is the resolution one."""
 
     def stage_of(self, project: int) -> str | None:
         return RESOLUTION if project == 7 else None
@@ -492,7 +498,7 @@ def children(server: Server) -> list[int]:
 def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: Path) -> None:
     """The server command: gunicorn with the configured workers on PostgreSQL; Label Studio's own
     server on SQLite (one writer at a time) and wherever one worker is asked for."""
-    from annotation.settings import with_config
+    from knowref60k_annotation.settings import with_config
 
     config = tmp_path / "k.toml"
     config.write_text('[labelstudio]\ndatabase = "postgresql"\nworkers = 5\n')
@@ -508,8 +514,8 @@ def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: P
 
 @pytest.mark.parametrize("database", ["foo://", "mysql://u@h/db", "postgresql://host-without-a-name"])
 def test_a_database_label_studio_cannot_use_is_refused_naming_the_file(tmp_path: Path, database: str) -> None:
-    from annotation.settings import load_labelstudio_config
     from knowref60k.core.errors import UserError
+    from knowref60k_annotation.settings import load_labelstudio_config
 
     config = tmp_path / "k.toml"
     config.write_text(f'[labelstudio]\ndatabase = "{database}"\n')
@@ -523,7 +529,7 @@ def test_a_database_label_studio_cannot_use_is_refused_naming_the_file(tmp_path:
 def test_the_pipeline_refuses_a_bad_labelstudio_table_before_reading_the_dumps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.pipeline import main
+    from knowref60k_flows.pipeline import main
 
     config = tmp_path / "k.toml"
     config.write_text('[labelstudio]\ndatabase = "foo://"\n')
@@ -537,8 +543,8 @@ def test_the_pipeline_refuses_a_bad_labelstudio_table_before_reading_the_dumps(
 
 
 def test_label_studio_keeps_connections_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    from annotation.server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE
     from knowref60k.core.errors import UserError
+    from knowref60k_annotation.server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE
 
     server = Server(Settings("http://127.0.0.1:1", "u", "p", "k"))
     monkeypatch.delenv(CONNECTION_MAX_AGE, raising=False)
@@ -555,8 +561,8 @@ def test_label_studio_keeps_connections_unless_told_otherwise(monkeypatch: pytes
 
 @pytest.mark.parametrize("workers", [0, -2, 65, 100_000])
 def test_a_worker_count_out_of_bounds_is_a_clear_error(tmp_path: Path, workers: int) -> None:
-    from annotation.settings import with_config
     from knowref60k.core.errors import UserError
+    from knowref60k_annotation.settings import with_config
 
     config = tmp_path / "k.toml"
     config.write_text(f"[labelstudio]\nworkers = {workers}\n")

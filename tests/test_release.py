@@ -14,8 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import knowref60k
-from annotation.tasks import resolution_task
-from annotation.votes import VOTE_SCHEMA, votes_from_export
 from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import ITEM_SCHEMA
@@ -29,6 +27,8 @@ from knowref60k.release.agreement import agreement, fleiss_kappa, krippendorff_a
 from knowref60k.release.build import build_release, opaque
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.splits import split_of
+from knowref60k_annotation.tasks import resolution_task
+from knowref60k_annotation.votes import VOTE_SCHEMA, votes_from_export
 
 RULE = ResolutionRule()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

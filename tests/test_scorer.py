@@ -292,7 +292,10 @@ def numbers_and_shape(value: Any) -> tuple[list[float], Any]:
 def test_the_build_script_rebuilds_the_shipped_model_from_the_shipped_data(tmp_path: Path) -> None:
     out = tmp_path / "validity_model.json"
     subprocess.run(
-        [sys.executable, "data/scorer/build.py", "--out", str(out)], cwd=REPO, check=True, capture_output=True
+        [sys.executable, "tools/scorer/build.py", "--out", str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
     )
     rebuilt, shipped = orjson.loads(out.read_bytes()), orjson.loads(VALIDITY_MODEL.read_bytes())
     rebuilt_numbers, rebuilt_shape = numbers_and_shape(rebuilt)
@@ -335,7 +338,7 @@ def test_the_build_takes_screening_examples_weighted_and_rebuilds_the_same_model
         out = tmp_path / f"{run}.json"
         arguments = ["--out", str(out), "--screening-examples", str(path)]
         subprocess.run(
-            [sys.executable, "data/scorer/build.py", *arguments], cwd=REPO, check=True, capture_output=True
+            [sys.executable, "tools/scorer/build.py", *arguments], cwd=REPO, check=True, capture_output=True
         )
         built.append(out.read_bytes())
     assert built[0] == built[1]
@@ -358,7 +361,7 @@ def test_the_fine_tuning_script_rebuilds_the_slice_check_it_shipped(tmp_path: Pa
     whole fit with the shipped adapters."""
     from safetensors.numpy import load_file
 
-    in_eval_environment("data/scorer/finetune.py", "--slice-only", "--out-dir", str(tmp_path), home=tmp_path)
+    in_eval_environment("tools/scorer/finetune.py", "--slice-only", "--out-dir", str(tmp_path), home=tmp_path)
     rebuilt = orjson.loads((tmp_path / SPAN_SLICE_CHECK.name).read_bytes())
     shipped = orjson.loads(SPAN_SLICE_CHECK.read_bytes())
     assert (
@@ -385,7 +388,7 @@ def test_the_fine_tuning_script_rebuilds_adapters_that_score_as_the_shipped_ones
     from knowref60k.quality.gold import load_gold
     from knowref60k.quality.scorer_data import examples
 
-    command = ("data/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path))
+    command = ("tools/scorer/finetune.py", "--final-only", "--out-dir", str(tmp_path))
     in_eval_environment(*command, home=tmp_path, timeout=None)
     rebuilt = tmp_path / SPAN_ADAPTER.name
     shapes = {name: value.shape for name, value in load_file(str(SPAN_ADAPTER)).items()}
@@ -424,7 +427,7 @@ def test_the_score_ranks_the_held_back_gold_candidates() -> None:
 
 def learning_curve(out: Path, *arguments: str, timeout: float | None = 600) -> dict[str, Any]:
     in_eval_environment(
-        "data/scorer/learning_curve.py", *arguments, "--out", str(out), home=out.parent, timeout=timeout
+        "tools/scorer/learning_curve.py", *arguments, "--out", str(out), home=out.parent, timeout=timeout
     )
     curve: dict[str, Any] = orjson.loads(out.read_bytes())
     return curve

@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from annotation.votes import VOTE_SCHEMA
 from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA
@@ -28,6 +27,7 @@ from knowref60k.quality.gold import GoldItem
 from knowref60k.quality.scorer_data import Example
 from knowref60k.quality.screening_examples import ORIGIN, load_examples, screening_examples, write_examples
 from knowref60k.quality.training import Supplement, fit, fit_with, out_of_fold
+from knowref60k_annotation.votes import VOTE_SCHEMA
 from tests.conftest import REPO
 
 SENTENCE = "Roderick is painting a portrait of Madeline, but every pose exhausts her."
@@ -151,7 +151,7 @@ def test_the_build_refuses_a_weight_that_is_no_positive_number_before_its_long_w
     tmp_path: Path, weight: str
 ) -> None:
     out = tmp_path / "model.json"
-    arguments = ["data/scorer/build.py", "--screening-weight", weight, "--out", str(out)]
+    arguments = ["tools/scorer/build.py", "--screening-weight", weight, "--out", str(out)]
     done = subprocess.run([sys.executable, *arguments], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and not out.exists()
     assert done.stderr == f"error: --screening-weight {float(weight)}: must be a number above 0\n"
@@ -164,7 +164,7 @@ def test_the_build_refuses_a_malformed_examples_file_in_one_line_before_its_long
     examples = tmp_path / "examples.jsonl"
     examples.write_bytes(content)
     out = tmp_path / "model.json"
-    arguments = ["data/scorer/build.py", "--screening-examples", str(examples), "--out", str(out)]
+    arguments = ["tools/scorer/build.py", "--screening-examples", str(examples), "--out", str(out)]
     done = subprocess.run([sys.executable, *arguments], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and not out.exists()
     assert done.stderr.startswith(f"error: {examples}, line 1: ") and len(done.stderr.splitlines()) == 1

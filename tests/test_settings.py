@@ -11,9 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from annotation.accounts import Account, load_accounts, roles, save_accounts
-from annotation.server import Server
-from annotation.settings import (
+from knowref60k.core.errors import UserError
+from knowref60k.core.versioning import code_fingerprint, data_fingerprint
+from knowref60k_annotation.accounts import Account, load_accounts, roles, save_accounts
+from knowref60k_annotation.server import Server
+from knowref60k_annotation.settings import (
     DEMO_STATE_DIR,
     KEYS,
     STATE_DIR,
@@ -23,8 +25,6 @@ from annotation.settings import (
     read_env_file,
     write_default_env_file,
 )
-from knowref60k.core.errors import UserError
-from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 
 
 def mode(path: Path) -> int:
@@ -290,7 +290,7 @@ def test_port_of_a_url_without_one_follows_the_scheme() -> None:
 def test_private_files_are_never_readable_by_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from annotation.settings import write_private
+    from knowref60k_annotation.settings import write_private
 
     seen: list[int] = []
     real_fdopen = os.fdopen

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from flows.pipeline import pipeline_flow
 from knowref60k.core.privacy import USER_MENTION, names_a_user
+from knowref60k_flows.pipeline import pipeline_flow
 from tests.conftest import shared_file
 
 SAMPLES = ("RC_sample_1M.zst", "RC_sample_B.zst")

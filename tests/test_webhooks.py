@@ -11,15 +11,21 @@ from typing import Any
 
 import pytest
 
-from annotation.accounts import create_accounts
-from annotation.client import LabelStudioClient
-from annotation.collect import collect
-from annotation.receiver import ReceiverProcess
-from annotation.settings import SECRET_HEADER, WEBHOOK_ACTIONS, Settings, receiver_url, webhook_secret
-from annotation.simulate import AnnotatorSession
-from annotation.webhooks import SPECIAL_PURPOSE_NETWORKS, WebhookSpec, banned_networks, review
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k_annotation.accounts import create_accounts
+from knowref60k_annotation.client import LabelStudioClient
+from knowref60k_annotation.collect import collect
+from knowref60k_annotation.receiver import ReceiverProcess
+from knowref60k_annotation.settings import (
+    SECRET_HEADER,
+    WEBHOOK_ACTIONS,
+    Settings,
+    receiver_url,
+    webhook_secret,
+)
+from knowref60k_annotation.simulate import AnnotatorSession
+from knowref60k_annotation.webhooks import SPECIAL_PURPOSE_NETWORKS, WebhookSpec, banned_networks, review
 from tests.test_annotation import item
 
 SPEC = WebhookSpec("http://127.0.0.1:8090/", "s3cret")

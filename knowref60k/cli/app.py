@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from typing import Annotated, Any
 
 import typer
@@ -14,8 +15,8 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
-from annotation.cli import annotate_app
-from knowref60k.cli import cost, debias, evaluate, extract, models, prepare, release, setup
+from knowref60k.cli import cost, debias, evaluate, extract, funnel, prepare, release, setup_model, stats
+from knowref60k.cli import eval as eval_command
 from knowref60k.cli.common import console
 from knowref60k.cli.overlap import overlap_app
 
@@ -75,9 +76,6 @@ app = typer.Typer(
 )
 
 
-app.add_typer(annotate_app, name="annotate")
-
-
 def _print_version(asked: bool) -> None:
     if asked:
         from knowref60k.core.versioning import __version__
@@ -107,13 +105,27 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 app.command()(extract.extract)
-app.command()(extract.funnel)
+app.command()(funnel.funnel)
 app.command()(prepare.prepare)
 app.command()(cost.cost)
 app.command()(release.release)
-app.command()(release.stats)
+app.command()(stats.stats)
 app.command()(debias.debias)
-app.command(name="eval")(evaluate.evaluate_recall)
-app.command(name="evaluate")(models.evaluate_models)
-app.command(name="setup-model")(setup.setup_model)
+app.command(name="eval")(eval_command.evaluate_recall)
+app.command(name="evaluate")(evaluate.evaluate_models)
+app.command(name="setup-model")(setup_model.setup_model)
 app.add_typer(overlap_app, name="overlap")
+
+
+# The project's other parts add their commands through this entry-point group (pyproject.toml): the Label
+# Studio side `annotate` and `labelstudio`, the Prefect flows `run`, `demo`, `serve` and `flow`. The
+# library names none of them: they import it, never the reverse.
+COMMAND_GROUP = "knowref60k.commands"
+
+
+def add_plugged_in_commands(application: typer.Typer) -> None:
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda entry: entry.name):
+        entry.load()(application)
+
+
+add_plugged_in_commands(app)

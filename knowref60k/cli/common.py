@@ -4,6 +4,7 @@ recur, and the one way a user error ends a command (one line, exit code 2)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated
@@ -78,3 +79,22 @@ def progress_bar(in_bytes: bool = True) -> Progress:
         console=console,
         transient=False,
     )
+
+
+def add_forwarded(app: typer.Typer, name: str, target: str, summary: str) -> None:
+    """Add `name` to `app` as a command whose arguments go, as given, to the command line at `target`
+    ("module:function", taking the argument list and returning an exit code), imported only when the
+    command runs: the flows import Prefect, which every other command would otherwise wait for.
+    `knowref60k NAME --help` is that command line's own help."""
+
+    def command(context: typer.Context) -> None:
+        module, function = target.split(":")
+        main = getattr(importlib.import_module(module), function)
+        raise typer.Exit(code=main(list(context.args)))
+
+    command.__doc__ = summary
+    app.command(
+        name,
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(command)

@@ -1,4 +1,4 @@
-"""`knowref60k extract` and `knowref60k funnel`: candidates from dumps, and the funnel of a folder."""
+"""`knowref60k extract`: candidates from dumps, with the funnel of what each stage dropped."""
 
 from __future__ import annotations
 
@@ -12,17 +12,16 @@ from knowref60k.cli.common import (
     ModelOption,
     advance,
     console,
-    fail,
     progress_bar,
     user_errors,
 )
+from knowref60k.cli.funnel import funnel_title
 from knowref60k.core.config import (
     InputFormat,
     PersonDetection,
     load_config,
 )
 from knowref60k.core.console import render_funnel
-from knowref60k.core.errors import UserError
 
 
 def extract(
@@ -69,21 +68,3 @@ def extract(
                 stats_files.append(report.report_path)
     console.print(render_funnel(merge_stats(stats_files), funnel_title(stats_files)))
     console.print(f"Outputs in {out.resolve()}")
-
-
-def funnel_title(stats_files: list[Path]) -> str:
-    from knowref60k.core.stats import person_detection_of
-
-    return f"Funnel over {len(stats_files)} file(s), person detection: {person_detection_of(stats_files)}"
-
-
-def funnel(out: Annotated[Path, typer.Argument(help="An extraction output folder.")]) -> None:
-    """Print the merged funnel of every stats file in an output folder."""
-    from knowref60k.core.stats import merge_stats
-
-    stats_files = sorted(out.glob("*.stats.json"))
-    if not stats_files:
-        raise fail(UserError(f"no *.stats.json in {out}"))
-    with user_errors():
-        total, title = merge_stats(stats_files), funnel_title(stats_files)
-    console.print(render_funnel(total, title))

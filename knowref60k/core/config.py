@@ -22,7 +22,7 @@ from knowref60k.core.files import check_readable_file
 T = TypeVar("T")
 # Every table a config file may hold, each read by one loader: [extract] load_config, [prepare]
 # load_prepare_config, [labelling] knowref60k.labelling.config, [cost] knowref60k.labelling.cost_model,
-# [labelstudio] annotation.settings. Any
+# [labelstudio] knowref60k_annotation.settings. Any
 # other name is refused, so that a misspelt table is not silently ignored (and its defaults used).
 CONFIG_TABLES = ("extract", "prepare", "labelling", "cost", "labelstudio")
 MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"

@@ -14,7 +14,7 @@ from knowref60k.core.paths import VALIDITY_MODEL
 
 def read_model(path: Path = VALIDITY_MODEL) -> dict[str, Any]:
     if not path.is_file():
-        raise UserError(f"validity model not found: {path} (rebuild it: data/scorer/build.py)")
+        raise UserError(f"validity model not found: {path} (rebuild it: tools/scorer/build.py)")
     model: dict[str, Any] = orjson.loads(path.read_bytes())
     return model
 

@@ -10,10 +10,10 @@ DATA_DIR = Path(os.environ.get("KNOWREF60K_DATA_DIR", REPO_ROOT / "data"))
 # The shared data beside the repository (dumps, benchmarks, models): read, never copied in.
 SHARED_DIR = Path(os.environ.get("KNOWREF60K_SHARED_DIR", REPO_ROOT.parent / "shared"))
 BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"
-# The validity model (data/scorer/build.py trains it) and its default threshold.
+# The validity model (tools/scorer/build.py trains it) and its default threshold.
 SCORER_DIR = DATA_DIR / "scorer"
 VALIDITY_MODEL = SCORER_DIR / "validity_model.json"
-# The fine-tuned encoder's low-rank adapters and head (data/scorer/finetune.py), and its out-of-fold scores.
+# The fine-tuned encoder's low-rank adapters and head (tools/scorer/finetune.py), and its out-of-fold scores.
 # The tuning part's candidates with their out-of-fold scores and verdicts: what labelling at each level is
 # expected to cost and buy (`knowref60k eval` writes it).
 CALIBRATION = SCORER_DIR / "calibration.json"

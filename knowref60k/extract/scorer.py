@@ -6,7 +6,7 @@ refer to. It is the mean of two halves' probabilities:
   (other names around the pronoun, where the spans stand);
 - all-MiniLM-L6-v2 fine-tuned on the same judged candidates (knowref60k.extract.span_model).
 
-Both are trained on the hand-judged gold set (`data/scorer/finetune.py`, then `data/scorer/build.py`)
+Both are trained on the hand-judged gold set (`tools/scorer/finetune.py`, then `tools/scorer/build.py`)
 and ship as files in `data/scorer/`: the trees as JSON, walked here with numpy, the encoder's adapters
 as safetensors, run with numpy; extraction needs no machine-learning library.
 """
@@ -227,7 +227,7 @@ class TreeEnsemble:
         if contexts and len(contexts[0][0]) != len(self.mean):
             raise UserError(
                 f"the validity model was built with another spaCy pipeline ({self.training.get('data')}); "
-                "rebuild it with data/scorer/build.py"
+                "rebuild it with tools/scorer/build.py"
             )
         projected = [
             np.concatenate([(vector - self.mean) @ self.components.T for vector in pair]) for pair in contexts

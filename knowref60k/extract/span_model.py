@@ -1,6 +1,6 @@
 """The fine-tuned half of the validity score: all-MiniLM-L6-v2 with low-rank adapters on its dense
 layers and a linear head over four vectors of the sentence ([CLS], the mean of each antecedent's tokens,
-the pronoun's), trained by `data/scorer/finetune.py` on the gold set's tuning part. The adapters are
+the pronoun's), trained by `tools/scorer/finetune.py` on the gold set's tuning part. The adapters are
 merged into the encoder's weights once, written to a cache folder that every worker memory-maps (one copy
 of the weights in memory, not one per worker), and the forward pass is numpy's
 (knowref60k.core.encoder), so extraction never needs torch."""
@@ -86,12 +86,14 @@ class SpanModel:
 
     def __init__(self, path: Path = SPAN_ADAPTER, sha256: str | None = None) -> None:
         if not path.is_file():
-            raise UserError(f"validity encoder adapters not found: {path} (rebuild: data/scorer/finetune.py)")
+            raise UserError(
+                f"validity encoder adapters not found: {path} (rebuild: tools/scorer/finetune.py)"
+            )
         data = path.read_bytes()
         if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
             raise UserError(
                 f"{path}: not the adapters the validity model was built with "
-                "(rebuild: data/scorer/finetune.py, then data/scorer/build.py)"
+                "(rebuild: tools/scorer/finetune.py, then tools/scorer/build.py)"
             )
         from safetensors.numpy import load
 

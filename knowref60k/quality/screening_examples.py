@@ -1,7 +1,7 @@
 """Screening answers as judged examples for the validity score. Every decided screening task is a
 sentence with two candidate names that screeners called valid, or not with a reason (not a person,
 same person, refers to someone else, broken). Each becomes one JSON line marked `"origin": "screening"`,
-which the score's build (`data/scorer/build.py --screening-examples`) takes beside the gold set with a
+which the score's build (`tools/scorer/build.py --screening-examples`) takes beside the gold set with a
 weight below the gold set's, since screeners, simulated or real, err."""
 
 from __future__ import annotations

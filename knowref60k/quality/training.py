@@ -1,7 +1,7 @@
 """Training the validity model (scikit-learn, imported only here): gradient-boosted trees on the judged
 candidates' features, the recall floor from the out-of-fold scores of the whole score (the trees'
-and the fine-tuned encoder's, whose out-of-fold scores `data/scorer/finetune.py` stores), the trees
-exported as JSON for `knowref60k.extract.scorer`, and an ablation. `data/scorer/build.py` runs it."""
+and the fine-tuned encoder's, whose out-of-fold scores `tools/scorer/finetune.py` stores), the trees
+exported as JSON for `knowref60k.extract.scorer`, and an ablation. `tools/scorer/build.py` runs it."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def weighted(
 def span_out_of_fold(model_name: str) -> dict[str, float]:
     """The fine-tuned encoder's out-of-fold score of each tuning sentence, as `finetune.py` stored them."""
     if not SPAN_OUT_OF_FOLD.is_file():
-        raise UserError(f"{SPAN_OUT_OF_FOLD} not found: run data/scorer/finetune.py first")
+        raise UserError(f"{SPAN_OUT_OF_FOLD} not found: run tools/scorer/finetune.py first")
     record = orjson.loads(SPAN_OUT_OF_FOLD.read_bytes())
     if record["training"]["sha256"] != training_hash(model_name):
         raise UserError(f"{SPAN_OUT_OF_FOLD}: made from another gold set or spaCy pipeline; rerun it")
@@ -159,7 +159,7 @@ def check_tuning(data: Sequence[Example], span_scores: Mapping[str, float]) -> N
     if missing:
         raise UserError(
             f"{missing} tuning sentences have no encoder score in {SPAN_OUT_OF_FOLD.name}: run "
-            "data/scorer/finetune.py on this gold set first"
+            "tools/scorer/finetune.py on this gold set first"
         )
 
 

@@ -2,7 +2,7 @@
 folds (grouped by comment) trains on only a share of its comments, for the trees, the fine-tuned
 encoder and the score (their mean).
 
-    .venv-eval/bin/python data/scorer/learning_curve.py [--shares 0.2,0.4] [--tuning-items N] [--out FILE]
+    .venv-eval/bin/python tools/scorer/learning_curve.py [--shares 0.2,0.4] [--tuning-items N] [--out FILE]
 
 Runs in the model-evaluation environment; on the 7,377-sentence gold set a share of 0.4 (about the size
 of the 3,020-sentence set's tuning part, so the two curves meet there) takes 8.5 minutes on 2 cores,

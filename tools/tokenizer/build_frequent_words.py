@@ -10,7 +10,7 @@ paragraphs that extraction goes on to split) in the second half of the Reddit sa
 half can measure the gain on text the list has not seen; words seen at least `--min-count` times are
 written, most frequent first. Only single words and counts, no text.
 
-    .venv/bin/python data/tokenizer/build_frequent_words.py [--reddit FILE] [--skip LINES] [--min-count N]
+    .venv/bin/python tools/tokenizer/build_frequent_words.py [--reddit FILE] [--skip LINES] [--min-count N]
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from knowref60k.extract.records import LineBatch
 from knowref60k.extract.stages.prefilter import Prefilter
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 
-HERE = Path(__file__).resolve().parent
-REDDIT_SAMPLE = HERE.parents[2] / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
+REPO = Path(__file__).resolve().parents[2]
+# What this script builds lives beside its sources and manifest in data/.
+HERE = REPO / "data" / "tokenizer"
+REDDIT_SAMPLE = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
 SKIP_LINES = 500_000
 MIN_COUNT = 5
 

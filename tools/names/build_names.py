@@ -22,7 +22,7 @@
   that is mostly capitalised in running text ("Obama", "Okafor", "Boston") is not listed. Only these
   counts are written, no text.
 
-    .venv/bin/python data/names/build_names.py [--census-dir DIR] [--ssa-csv FILE] [--world-json FILE]
+    .venv/bin/python tools/names/build_names.py [--census-dir DIR] [--ssa-csv FILE] [--world-json FILE]
         [--reddit FILE]
 """
 
@@ -39,7 +39,9 @@ import orjson
 
 from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
+# What this script builds lives beside its sources and manifest in data/.
+HERE = REPO / "data" / "names"
 CENSUS_FILES = {
     "male.tsv": "dist.male.first",
     "female.tsv": "dist.female.first",
@@ -48,7 +50,7 @@ SSA_MIN_COUNT = 100
 WORLD_MIN_SOURCES = 5
 WORLD_MIN_COUNTS = 50
 _LETTERS_ONLY = re.compile(r"^[^\W\d_]+(?:['-][^\W\d_]+)*$")
-REDDIT_SAMPLE = HERE.parents[2] / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
+REDDIT_SAMPLE = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
 MIN_OCCURRENCES = 10
 LOWERCASE_SHARE = 0.5
 # A word inside a sentence: not at the start of the text or after a sentence end.

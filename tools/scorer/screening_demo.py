@@ -1,7 +1,7 @@
 """Do screeners' answers teach the score? A measurement on the gold set, by the same code the
 score's build uses (`knowref60k.quality.screening_examples`, `training.Supplement`).
 
-    .venv/bin/python data/scorer/screening_demo.py [--source RC_sample_B.zst] [--accuracy 0.9]
+    .venv/bin/python tools/scorer/screening_demo.py [--source RC_sample_B.zst] [--accuracy 0.9]
         [--weights 0.25,0.5,1] [--out output/eval/screening-demo.json]
 
 The judged sentences of one source file stand in for fresh text that no judge saw, only screeners:
@@ -27,7 +27,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import orjson
 
-from annotation.simulate import screener
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.scorer import Array, combine
 from knowref60k.extract.span_model import SpanModel, candidate_spans
@@ -38,6 +37,7 @@ from knowref60k.quality.gold_verdicts import SCREENING_REASON_OF
 from knowref60k.quality.scorer_data import Example, examples
 from knowref60k.quality.screening_examples import load_examples, screening_examples, write_examples
 from knowref60k.quality.training import Supplement, fit_with, matrix, projection, weighted
+from knowref60k_annotation.simulate import screener
 
 START = datetime(2026, 11, 1, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
 """Build the screening control items from the gold set (see README.md beside this file).
 
-    .venv/bin/python data/eval/build_controls.py [--out data/eval/screening_controls.jsonl]
+    .venv/bin/python tools/eval/build_controls.py [--out data/eval/screening_controls.jsonl]
 
 A valid gold sentence becomes a control with its judged names highlighted and the answer "valid"; an
 invalid one, with the two spans the gold set's pool rule picks, and the screening reason its gold reason

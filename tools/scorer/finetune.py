@@ -1,14 +1,14 @@
 """Fine-tune all-MiniLM-L6-v2 with low-rank adapters as the validity score's second half, on the tuning
 part of the gold set, and write the adapters and the out-of-fold scores the operating points need.
 
-    .venv-eval/bin/python data/scorer/finetune.py [--final-only | --slice-only] [--out-dir data/scorer]
+    .venv-eval/bin/python tools/scorer/finetune.py [--final-only | --slice-only] [--out-dir data/scorer]
 
 Runs in the model-evaluation environment (`make setup-eval`: torch CPU and transformers), about 20
 minutes on 2 cores: 5 fits grouped by comment for the out-of-fold scores, then one on the whole tuning
 part, then the slice check. `--final-only` runs only the whole fit (what `make rebuild-check` compares
 with the shipped adapters); `--slice-only` only the slice check, the same fit on the first tuning items
 scored on the first held-back ones, in about a minute (what the test suite compares with the shipped
-`span_slice_check.json`). Seeded; no held-back item is trained on. Then run `data/scorer/build.py`, which
+`span_slice_check.json`). Seeded; no held-back item is trained on. Then run `tools/scorer/build.py`, which
 fits the trees and picks the operating points on the mean of both halves' out-of-fold scores.
 
 Adapters of rank 8 on every dense layer of the six transformer layers (the encoder's own weights stay

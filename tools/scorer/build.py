@@ -1,13 +1,13 @@
 """Train the validity model on the tuning part of the gold set and write it as JSON.
 
-    .venv/bin/python data/scorer/build.py [--out data/scorer/validity_model.json] [--recall 0.97]
+    .venv/bin/python tools/scorer/build.py [--out data/scorer/validity_model.json] [--recall 0.97]
         [--screening-examples EXAMPLES.jsonl [--screening-weight 0.5]]
 
 1. The loose rule (person detection "score") makes a candidate of every judged sentence of
    `data/eval/reddit_gold.jsonl` that has exactly two names before its connective; each gets its feature
    vector (knowref60k.extract.scorer) and its label (valid when the gold set calls the sentence valid
    and the candidate's spans are the judged whole names).
-2. The fine-tuned encoder's out-of-fold scores come from `data/scorer/finetune.py` (run it first; it
+2. The fine-tuned encoder's out-of-fold scores come from `tools/scorer/finetune.py` (run it first; it
    writes the adapters and `span_out_of_fold.json`).
 3. Gradient-boosted trees (scikit-learn's HistGradientBoostingClassifier, seeded, one thread) are fitted
    on the `tune` part only; the `heldout` part is never read here.

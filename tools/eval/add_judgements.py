@@ -1,6 +1,6 @@
 """Add judged pool sentences to the gold set (see README.md beside this file).
 
-    .venv/bin/python data/eval/add_judgements.py POOL.jsonl JUDGEMENTS.jsonl ... [--gold GOLD.jsonl]
+    .venv/bin/python tools/eval/add_judgements.py POOL.jsonl JUDGEMENTS.jsonl ... [--gold GOLD.jsonl]
 
 POOL.jsonl is what `build_pool.py` wrote (one object per sentence, with `candidate_id`); each judgement
 line is `{"id", "label", "reason", "antecedent1", "antecedent2", "people", "note"}` with names as the

@@ -8,7 +8,7 @@ recogniser over every paragraph of the Reddit sample and counts, for every capit
 sentence (not first in it), the contexts where it is part of a PERSON entity, of another entity type,
 or of none. Words seen at least `--min-occurrences` times are written; only counts, no text.
 
-    .venv/bin/python data/names/build_person_priors.py [--reddit FILE] [--model NAME] [--every N]
+    .venv/bin/python tools/names/build_person_priors.py [--reddit FILE] [--model NAME] [--every N]
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from knowref60k.extract.cleaning import clean_text
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
 
-HERE = Path(__file__).resolve().parent
-REDDIT_SAMPLE = HERE.parents[2] / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
+REPO = Path(__file__).resolve().parents[2]
+# What this script builds lives beside its sources and manifest in data/.
+HERE = REPO / "data" / "names"
+REDDIT_SAMPLE = REPO.parent / "shared" / "data" / "reddit" / "RC_sample_1M.zst"
 MIN_OCCURRENCES = 5
 # The recogniser reads ~500 comments a second on two cores: a fifth of the sample takes about 7 minutes.
 EVERY = 5

@@ -1,7 +1,7 @@
 """Build the pool of Reddit sentences the gold set judges (see README.md beside this file).
 
-.venv/bin/python data/eval/build_pool.py ../shared/data/reddit/RC_sample_1M.zst --out pool.jsonl \\
-    [--config data/eval/pool_wide.toml]
+.venv/bin/python tools/eval/build_pool.py ../shared/data/reddit/RC_sample_1M.zst --out pool.jsonl \\
+    [--config tools/eval/pool_wide.toml]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Agreement between two independent judges on the gold set's double-judged sample (README.md beside
 this file): Cohen's kappa on the label, on each criterion, on the reason, and how often the names match.
 
-    .venv/bin/python data/eval/agreement.py [data/eval/second_judgements.jsonl]
+    .venv/bin/python tools/eval/agreement.py [data/eval/second_judgements.jsonl]
 
 Each line of the file is one sampled item: `candidate_id`, the `first` judge's verdict, the `second`
 judge's (given the sentence and the criteria only, blind to the first), and the `settled` verdict: the
@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 from sklearn.metrics import cohen_kappa_score
 
-SAMPLE = Path(__file__).with_name("second_judgements.jsonl")
-# The criterion an invalid item fails first, by its reason (README.md, "Criteria").
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "eval" / "second_judgements.jsonl"
+# The criterion an invalid item fails first, by its reason (data/eval/README.md, "Criteria").
 CRITERION_OF = {
     "not_a_sentence": "4. a sentence",
     "same_person": "2. different people",
