@@ -91,7 +91,7 @@ $(VENV)/.compiled: $(VENV)/.model $(VENV)/.encoder $(VENV)/.crowd
 $(LS_VENV)/.installed: requirements-labelstudio.lock | $(VENV)/.installed
 	@test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
 	@echo "set-up: installing requirements-labelstudio.lock into $(LS_VENV) (Label Studio's own environment)"
-	@$(call install,$(LS_VENV)/bin/python,-r requirements-labelstudio.lock)
+	@$(call install,$(LS_VENV)/bin/python,--require-hashes -r requirements-labelstudio.lock)
 	@$(call compile,$(LS_VENV))
 	@touch $@
 

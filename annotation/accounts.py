@@ -20,6 +20,7 @@ import orjson
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.separation import ROLE_STAGES
 
+from .labelstudio_app.labelstudio_contract import CSRF_COOKIE, CSRF_FIELD, SIGN_UP_FIELDS, SIGN_UP_PATH
 from .settings import Settings, write_private
 
 if TYPE_CHECKING:
@@ -85,7 +86,8 @@ def submit_form(session: httpx.Client, settings: Settings, path: str, email: str
     of the answer (302 when it worked)."""
     try:
         session.get(path)
-        fields = {"email": email, "password": password, "csrfmiddlewaretoken": session.cookies["csrftoken"]}
+        email_field, password_field = SIGN_UP_FIELDS
+        fields = {email_field: email, password_field: password, CSRF_FIELD: session.cookies[CSRF_COOKIE]}
         referer = {"Referer": f"{settings.url}{path}"}
         response = session.post(path, data=fields, headers=referer, follow_redirects=False)
     except httpx.TransportError as error:
@@ -97,7 +99,7 @@ def sign_up(settings: Settings, email: str, password: str) -> None:
     """Create a working annotator the way a person would (the API's users.create leaves the user
     outside the organization and ignores the password: docs/decisions.md, "Label Studio")."""
     with httpx.Client(base_url=settings.url, timeout=60) as session:
-        status = submit_form(session, settings, "/user/signup/", email, password)
+        status = submit_form(session, settings, SIGN_UP_PATH, email, password)
     if status != 302:
         raise UserError(f"signing up {email} failed: {status} (does the user exist already?)")
 

@@ -238,6 +238,12 @@ add_forwarded(
 )
 add_forwarded(
     labelstudio_app,
+    "check",
+    "knowref60k_annotation.server:check_main",
+    "Whether what the pipeline assumes of Label Studio's internals holds for the installed one (seconds).",
+)
+add_forwarded(
+    labelstudio_app,
     "receiver",
     "knowref60k_annotation.receiver:main",
     "start [--items DIR] | stop | status [--demo]: the vote receiver that settles each vote as it arrives.",

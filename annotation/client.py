@@ -22,6 +22,7 @@ from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 
+from .labelstudio_app.labelstudio_contract import ITEM_FILTER, TASK_COLUMNS
 from .settings import Settings, receiver_url, state_lock, webhook_secret
 from .tasks import TASK_BUILDERS
 from .webhooks import WebhookReview, WebhookSpec, review
@@ -60,11 +61,6 @@ ANNOTATOR_VIEW = "Tasks"
 TITLE_LIMIT = 50
 # The data manager shows every column a view does not hide, raw markup and other annotators' answers
 # included; the annotators' view leaves the task id, the sentence as text, and how far each task has got.
-TASK_COLUMNS = (
-    "inner_id annotators annotations_results annotations_ids cancelled_annotations total_predictions "
-    "predictions_score predictions_model_versions predictions_results file_upload storage_filename "
-    "created_at updated_at updated_by avg_lead_time draft_exists allow_skip"
-).split()
 DATA_KEYS = ("item_id", "sentence_html", "options", "answer_identity", "source_file")
 HIDDEN_COLUMNS = sorted(
     {f"tasks:{column}" for column in TASK_COLUMNS} | {f"tasks:data.{key}" for key in DATA_KEYS}
@@ -321,12 +317,7 @@ class LabelStudioClient:
 
     def has_item(self, project: int, item_id: str) -> bool:
         """Whether the project holds a task of the item (one filtered query, not an export)."""
-        condition = {
-            "filter": "filter:tasks:data.item_id",
-            "operator": "equal",
-            "type": "String",
-            "value": item_id,
-        }
+        condition = {**ITEM_FILTER, "value": item_id}
         query = json.dumps({"filters": {"conjunction": "and", "items": [condition]}})
         found: list[Any] = self.call(
             lambda: list(self.sdk.tasks.list(project=project, query=query, fields="task_only", page_size=10))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -20,38 +19,14 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.labelstudio_table import POSTGRESQL, SQLITE, database_problem
 
-SQLITE, POSTGRESQL = "sqlite", "postgresql"
 # The local PostgreSQL listens this many ports above its Label Studio.
 POSTGRES_PORT_OFFSET = 20
 ROLE = DATABASE = "labelstudio"
 # PostgreSQL refuses to run as root; as root, its data lives where Debian's package keeps it, owned by the
 # `postgres` account the package made.
 ROOT_DATA_HOME = Path("/var/lib/postgresql/knowref60k")
-
-
-def _is_url(database: str) -> bool:
-    try:
-        parts = urlsplit(database)
-        _ = parts.port  # a port that is no number raises here
-    except ValueError:
-        return False
-    return parts.scheme in ("postgresql", "postgres") and bool(parts.hostname) and bool(parts.path.strip("/"))
-
-
-def without_password(database: str) -> str:
-    """`database` as it may be printed: a URL's password masked."""
-    return re.sub(r"(//[^/@]*?:)[^/]*@", r"\1***@", database)
-
-
-def database_problem(database: str) -> str | None:
-    """Why Label Studio cannot use `database` (None when it can)."""
-    if database in (SQLITE, POSTGRESQL) or _is_url(database):
-        return None
-    return (
-        "Label Studio's database must be sqlite, postgresql or "
-        f"postgresql://USER:PASSWORD@HOST:PORT/NAME, not {without_password(database)!r}"
-    )
 
 
 def database_environment(database: str, state_dir: Path, port: int) -> dict[str, str]:

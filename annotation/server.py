@@ -1,6 +1,7 @@
 """Start and stop a local Label Studio server (its own virtual environment, loopback only, SQLite).
 
 knowref60k labelstudio server start|stop|status [--demo]
+knowref60k labelstudio check
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from urllib.parse import urlsplit
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import private_dir
+from knowref60k.labelling.labelstudio_table import POSTGRESQL, SQLITE
 
-from .database import POSTGRES_PORT_OFFSET, POSTGRESQL, SQLITE, LocalPostgres, database_environment
+from .database import POSTGRES_PORT_OFFSET, LocalPostgres, database_environment
+from .labelstudio_app.labelstudio_contract import HEALTH_PATH, READ_FROM_VERSION, SETTINGS_MODULE
 from .settings import REPO, Settings, demo_settings, load_settings, receiver_url
 from .webhooks import banned_networks
 
@@ -41,6 +44,8 @@ THREADS = 8
 # the modules of `annotation/` would shadow Label Studio's apps of the same names, such as `tasks`).
 APPLICATION_DIR = Path(__file__).parent / "labelstudio_app"
 APPLICATION_MODULE = "knowref60k_labelstudio"
+# Every assumption about Label Studio's internals, checked inside its own environment (`check_contract`).
+CONTRACT = APPLICATION_DIR / "labelstudio_contract.py"
 # Seconds it keeps a database connection open between requests (0: Django's default, one per request).
 CONNECTION_MAX_AGE = "KNOWREF60K_DB_CONN_MAX_AGE"
 DEFAULT_CONNECTION_MAX_AGE = 300
@@ -143,7 +148,7 @@ class Server(Background):
         return self.state_dir / "data"
 
     def healthy(self) -> bool:
-        return _answers(f"{self.settings.url}/health")
+        return _answers(f"{self.settings.url}{HEALTH_PATH}")
 
     def environment(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
@@ -182,7 +187,9 @@ class Server(Background):
             self.initialise(environment)
         self.wait_healthy(self.spawn(self.command(), environment), self.healthy, timeout)
         note = self.start_settle_worker(environment, timeout) if self.multiprocess else ""
-        return f"Label Studio started at {self.settings.url} (log: {self.log_file}){note}"
+        started = f"Label Studio started at {self.settings.url} (log: {self.log_file}){note}"
+        other_version = version_note(installed_label_studio(LABEL_STUDIO))
+        return f"warning: {other_version}\n{started}" if other_version else started
 
     @property
     def multiprocess(self) -> bool:
@@ -203,7 +210,7 @@ class Server(Background):
         if serves(worker):
             return ""
         fallback = "the vote receiver settles through the server"
-        if _answers(f"{worker.settings.url}/health"):
+        if _answers(f"{worker.settings.url}{HEALTH_PATH}"):
             return f"; port {worker.settings.port} answers for another server, so {fallback}"
         command = Server(worker.settings).command(workers=1)
         try:
@@ -222,7 +229,7 @@ class Server(Background):
             str(LABEL_STUDIO.parent / "gunicorn"),
             f"{APPLICATION_MODULE}:application",
             "--env",
-            "DJANGO_SETTINGS_MODULE=label_studio.core.settings.label_studio",
+            f"DJANGO_SETTINGS_MODULE={SETTINGS_MODULE}",
             # Label Studio imports its apps by their own names (`projects`, `tasks`), as `start` does.
             *("--pythonpath", f"{label_studio_package_dir()},{APPLICATION_DIR}"),
             *("--bind", f"127.0.0.1:{self.settings.port}"),
@@ -273,7 +280,7 @@ def settle_url(settings: Settings) -> str:
 
 def serves(process: Background) -> bool:
     """Our process, by its pid file, answers on its port (not another server that took the port)."""
-    return process.pid() is not None and _answers(f"{process.settings.url}/health")
+    return process.pid() is not None and _answers(f"{process.settings.url}{HEALTH_PATH}")
 
 
 def connection_max_age() -> int:
@@ -284,6 +291,36 @@ def connection_max_age() -> int:
     if not given.isdigit():
         raise UserError(f"{CONNECTION_MAX_AGE} must be a whole number of seconds (0 or more), not {given!r}")
     return int(given)
+
+
+def installed_label_studio(label_studio: Path) -> str | None:
+    """The version of Label Studio installed in the environment of its `label_studio` command, read
+    from the distribution's metadata folder (no process started); None when there is none."""
+    found = sorted(label_studio.parent.parent.glob("lib/python*/site-packages/label_studio-*.dist-info"))
+    return found[-1].name.removeprefix("label_studio-").removesuffix(".dist-info") if found else None
+
+
+def version_note(installed: str | None) -> str | None:
+    """One line when the installed Label Studio is not the release the contract was read from, which
+    requirements-labelstudio.lock pins; None when it is."""
+    if installed == READ_FROM_VERSION:
+        return None
+    return (
+        f"Label Studio {installed or 'is not installed'}{' is installed' if installed else ''}, the pipeline "
+        f"is built on {READ_FROM_VERSION} (requirements-labelstudio.lock): `knowref60k labelstudio check` "
+        "lists the assumptions about it that no longer hold"
+    )
+
+
+def check_contract() -> int:
+    """Check every assumption of the contract against the installed Label Studio, in its own environment
+    (`-P`: the modules beside the contract must not shadow its apps); its lines printed as they come."""
+    if not LABEL_STUDIO.exists():
+        raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
+    note = version_note(installed_label_studio(LABEL_STUDIO))
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return subprocess.run([str(LABEL_STUDIO.parent / "python"), "-P", str(CONTRACT)], check=False).returncode
 
 
 def label_studio_package_dir() -> Path:
@@ -337,6 +374,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def check_main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=check_contract.__doc__).parse_args(argv)
+    try:
+        return check_contract()
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.labelstudio_table import DEFAULT_WORKERS, load_labelstudio_config
 
 REPO = Path(__file__).resolve().parent.parent
 ENV_FILE = Path(os.environ.get("KNOWREF60K_ENV_FILE", REPO / ".env"))
@@ -31,10 +32,6 @@ DEMO_PROJECT = "knowref60k demo (simulated annotators)"
 RECEIVER_PORT_OFFSET = 10
 SECRET_HEADER = "X-Knowref60k-Secret"
 WEBHOOK_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED")
-# Label Studio's worker processes on PostgreSQL (server.py; docs/labelling-operations.md), and
-# the most one server may start: each holds a whole Django application in memory.
-DEFAULT_WORKERS = 3
-MAX_WORKERS = 64
 KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
 
 
@@ -133,7 +130,9 @@ def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
         api_key=values["LABEL_STUDIO_API_KEY"],
         project=os.environ.get("KNOWREF60K_PROJECT", DEFAULT_PROJECT),
         state_dir=Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR") or STATE_DIR),
-        database=os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE") or "sqlite",
+        # Without a config file: the default, or KNOWREF60K_LABELSTUDIO_DATABASE (read where every
+        # environment override is, knowref60k.core.config).
+        database=load_labelstudio_config(None).database,
     )
 
 
@@ -145,40 +144,11 @@ def demo_settings(settings: Settings) -> Settings:
     return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=state_dir)
 
 
-@dataclass(frozen=True)
-class LabelStudioConfig:
-    """The `[labelstudio]` table of the TOML config: the local server's database (database.py;
-    KNOWREF60K_LABELSTUDIO_DATABASE, when set, wins) and, on PostgreSQL, its worker processes (1: Label
-    Studio's own single-process server)."""
-
-    database: str = "sqlite"
-    workers: int = DEFAULT_WORKERS
-
-    def __post_init__(self) -> None:
-        from knowref60k.core.errors import UserError
-
-        from .database import database_problem
-
-        if not 1 <= self.workers <= MAX_WORKERS:
-            raise UserError(
-                f"[labelstudio] workers must be a whole number from 1 to {MAX_WORKERS}, not {self.workers}"
-            )
-        if problem := database_problem(self.database):
-            raise UserError(problem)
-
-
-def load_labelstudio_config(config_path: Path | None) -> LabelStudioConfig:
-    """The config file's `[labelstudio]` table, each value checked (a bad one names the file)."""
-    from knowref60k.core.config import load_section
-
-    return load_section(LabelStudioConfig, config_path, "labelstudio", {})
-
-
 def with_config(settings: Settings, config_path: Path | None) -> Settings:
-    """The settings with the config file's `[labelstudio]` table applied."""
+    """The settings with the config file's `[labelstudio]` table applied (the environment's
+    KNOWREF60K_LABELSTUDIO_DATABASE winning over the file)."""
     config = load_labelstudio_config(config_path)
-    database = os.environ.get("KNOWREF60K_LABELSTUDIO_DATABASE") or config.database
-    return dataclasses.replace(settings, database=database, workers=config.workers)
+    return dataclasses.replace(settings, database=config.database, workers=config.workers)
 
 
 def receiver_url(settings: Settings) -> str:

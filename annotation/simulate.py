@@ -26,6 +26,7 @@ from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
 
 from .accounts import Account, submit_form
+from .labelstudio_app.labelstudio_contract import LOGIN_PATH, NEXT_TASK_PATH
 from .settings import Settings
 
 # (item id, how many votes the simulation cast on it before) -> answer code: the k-th vote on an item is
@@ -52,7 +53,7 @@ class AnnotatorSession:
 
     def next_task(self, project: int) -> dict[str, Any] | None:
         """The task Label Studio serves this annotator next; None when it serves none."""
-        response = self._send("GET", f"/api/projects/{project}/next")
+        response = self._send("GET", NEXT_TASK_PATH.format(project=project))
         if response.status_code == 404:
             return None
         response.raise_for_status()
@@ -83,7 +84,7 @@ class AnnotatorSession:
 def _token(settings: Settings, email: str, password: str) -> str:
     """The account's API token, read after logging in through the login form."""
     with httpx.Client(base_url=settings.url, timeout=60) as session:
-        status = submit_form(session, settings, "/user/login/", email, password)
+        status = submit_form(session, settings, LOGIN_PATH, email, password)
         if status != 302:
             raise UserError(f"{email} could not log in to {settings.url} ({status})")
         try:

@@ -46,6 +46,7 @@ from knowref60k.core.errors import ServiceUnavailable
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.costs import outcomes, resolver_answers, screener_answers
 from knowref60k.labelling.decisions import RESOLUTION, decide_stage, distinct_votes
+from knowref60k.labelling.labelstudio_table import DEFAULT_WORKERS, LabelStudioConfig
 from knowref60k.labelling.separation import STAGE_ROLES
 from knowref60k.labelling.slots import POLICIES
 from knowref60k_annotation.accounts import create_accounts
@@ -54,7 +55,7 @@ from knowref60k_annotation.collect import collect
 from knowref60k_annotation.database import POSTGRES_PORT_OFFSET, POSTGRESQL, LocalPostgres
 from knowref60k_annotation.receiver import ReceiverProcess
 from knowref60k_annotation.server import Server
-from knowref60k_annotation.settings import DEFAULT_WORKERS, LabelStudioConfig, Settings
+from knowref60k_annotation.settings import Settings
 from knowref60k_annotation.simulate import AnnotatorSession, resolver, screener
 from knowref60k_annotation.tasks import resolution_task, simulated_truth
 

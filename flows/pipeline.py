@@ -21,10 +21,12 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.config import load_labelling_config
+from knowref60k.labelling.labelstudio_table import load_labelstudio_config
 from knowref60k.prepare.preparer import set_aside_path
 from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
-from knowref60k_annotation.settings import load_labelstudio_config, load_settings, with_config
-from knowref60k_flows.common import RunSettings, missing_inputs, worker_count
+from knowref60k.settings.effective import Settings
+from knowref60k_annotation.settings import load_settings, with_config
+from knowref60k_flows.common import missing_inputs, worker_count
 from knowref60k_flows.extract import extract_flow
 from knowref60k_flows.labelling import ensure_annotators, push, start_label_studio
 from knowref60k_flows.prepare import prepare_flow
@@ -37,11 +39,11 @@ def pipeline_flow(
     config_path: str | None = None,
     workers: int = 2,
     input_format: str = "auto",
-    settings: RunSettings | None = None,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     """The config file is read once here (or `settings` given by a caller that read it)."""
     out = Path(out_dir)
-    settings = settings or RunSettings.load(config_path)
+    settings = settings or Settings.load(Path(config_path) if config_path else None)
     extracted = extract_flow(inputs, str(out / "candidates"), settings.extract, workers, input_format)
     candidates = [report["candidates_path"] for report in extracted["files"]]
     prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), settings.prepare)
@@ -50,7 +52,7 @@ def pipeline_flow(
     return {"extract": extracted, "prepare": prepared, "labelling": plan}
 
 
-def labelling_plan(settings: RunSettings, prepared: dict[str, Any]) -> dict[str, Any]:
+def labelling_plan(settings: Settings, prepared: dict[str, Any]) -> dict[str, Any]:
     """The levels items were prepared and will be labelled at, what that is expected to cost, and the
     candidates the threshold held back (kept, so they can be sent later)."""
     return {

@@ -21,6 +21,7 @@ from knowref60k.quality.gold import (
     load_gold,
 )
 from knowref60k.quality.pool import POOL_FIELDS
+from tests.conftest import REPO
 
 GOLD_FIELDS = set(POOL_FIELDS) | {"split", "label", "reason", "antecedent1", "antecedent2", "note"}
 # Items added since carry every person named before the connective (their offsets).
@@ -189,7 +190,7 @@ def test_extraction_quality_on_the_gold_set_does_not_regress() -> None:
 def test_a_tenth_of_the_new_items_is_judged_twice_and_the_set_holds_the_settled_verdicts() -> None:
     """`second_judgements.jsonl`: a blind second verdict on a random tenth of RC_sample_B.zst's items, and
     the settled one, which is what the gold set holds (data/eval/README.md, "Who judged")."""
-    spec = importlib.util.spec_from_file_location("agreement", GOLD_FILE.with_name("agreement.py"))
+    spec = importlib.util.spec_from_file_location("agreement", REPO / "tools" / "eval" / "agreement.py")
     assert spec is not None and spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)

@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 
 from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.labelstudio_table import database_problem
 from knowref60k_annotation.accounts import MAX_NEW_ACCOUNTS, create_accounts, load_accounts
-from knowref60k_annotation.database import database_environment, database_problem
+from knowref60k_annotation.database import database_environment
 from knowref60k_annotation.receiver import Receiver, ReceiverProcess
 from knowref60k_annotation.settings import Settings, webhook_secret
 from tests.conftest import REPO

@@ -515,7 +515,7 @@ def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: P
 @pytest.mark.parametrize("database", ["foo://", "mysql://u@h/db", "postgresql://host-without-a-name"])
 def test_a_database_label_studio_cannot_use_is_refused_naming_the_file(tmp_path: Path, database: str) -> None:
     from knowref60k.core.errors import UserError
-    from knowref60k_annotation.settings import load_labelstudio_config
+    from knowref60k.labelling.labelstudio_table import load_labelstudio_config
 
     config = tmp_path / "k.toml"
     config.write_text(f'[labelstudio]\ndatabase = "{database}"\n')

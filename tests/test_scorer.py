@@ -170,7 +170,7 @@ SENTENCES = [
 SCORE_TOLERANCE = 1e-3
 TORCH_SPAN_MODEL = """
 import json, sys, torch
-sys.path.insert(0, "data/scorer")
+sys.path.insert(0, "tools/scorer")
 from safetensors.numpy import save_file
 import finetune
 from knowref60k.core.encoder import MiniLM

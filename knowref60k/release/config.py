@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.io import file_sha256
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.cost_model import CostConfig
@@ -40,12 +38,7 @@ class ReleaseConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "labelling": {
-                **self.labelling.to_dict(),
-                "controls": [
-                    {"file": Path(p).name, "sha256": file_sha256(Path(p))} for p in self.labelling.controls
-                ],
-            },
+            "labelling": self.labelling.published_dict(),
             "split_proportions": dict(self.proportions),
             "debias": self.debias,
             "cost": self.cost.to_dict(),

@@ -82,7 +82,7 @@ class Labelled:
             "rules": {
                 "screening": self.screening_rules() if self.config.screening else "off",
                 "resolution": self.config.resolution_rule.describe(),
-                "config": self.config.to_dict(),
+                "config": self.config.published_dict(),
             },
             "screening": self.screening_counts(),
             "votes": self.votes,

@@ -1,0 +1,258 @@
+"""What the pipeline assumes of Label Studio beyond its documented API and SDK, in one place: each
+assumption named, with where it is used and the Label Studio version it was read from.
+
+The pipeline's modules take these names from here. `check()` tests every assumption against an
+installed Label Studio from inside that Label Studio's own environment, in seconds, with no server and
+no database (`knowref60k labelstudio check`; `tests/test_labelstudio_contract.py`):
+
+    .venv-labelstudio/bin/python -P annotation/labelstudio_app/labelstudio_contract.py
+
+It imports only the standard library at the top, so that both sides can import it: the pipeline's
+environment, and Label Studio's (`-P`: the modules beside it must not shadow Label Studio's apps).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from types import SimpleNamespace
+
+# The Label Studio release every assumption below was read from (requirements-labelstudio.lock pins it).
+READ_FROM_VERSION = "1.23.2"
+DISTRIBUTION = "label-studio"
+
+# Its Django settings and WSGI application, which our own application wraps (knowref60k_labelstudio.py)
+# and gunicorn serves (server.py).
+SETTINGS_MODULE = "label_studio.core.settings.label_studio"
+WSGI_MODULE = "label_studio.core.wsgi"
+# Its apps are imported by their own names (`projects`, `tasks`) from the `label_studio` package folder,
+# as `label-studio start` puts it on the path (server.py: gunicorn's --pythonpath).
+APPS_BY_BARE_NAME = ("projects", "tasks", "users", "data_manager", "webhooks")
+# The middleware that serves a slash-less API path by running the request again with a slash; our
+# application appends the slash first (knowref60k_labelstudio.py). The frontend calls these slash-less.
+SLASH_MIDDLEWARE = "core.middleware.CommonMiddlewareAppendSlashWithoutRedirect"
+SLASHLESS_API_PATHS = ("/api/tasks/1", "/api/projects/1/next")
+# Pages and endpoints the pipeline calls outside the SDK.
+HEALTH_PATH = "/health"  # server.py: is it up
+SIGN_UP_PATH = "/user/signup/"  # accounts.py: the only way to make a working annotator
+LOGIN_PATH = "/user/login/"  # accounts.py, the browser test
+NEXT_TASK_PATH = "/api/projects/{project}/next"  # simulate.py: the task an annotator is sent
+# The sign-up form (accounts.py): posted as a browser does, with Django's CSRF cookie and field.
+SIGN_UP_FORM = "users.forms.UserSignupForm"
+SIGN_UP_FIELDS = ("email", "password")
+CSRF_COOKIE = "csrftoken"
+CSRF_FIELD = "csrfmiddlewaretoken"
+# The Data Manager's task columns the annotators' view hides (client.py), and the filter JSON that
+# finds an item's task (client.py: has_item): a column id is `tasks:<column>` or `tasks:data.<key>`.
+TASK_COLUMNS = (
+    "inner_id annotators annotations_results annotations_ids cancelled_annotations total_predictions "
+    "predictions_score predictions_model_versions predictions_results file_upload storage_filename "
+    "created_at updated_at updated_by avg_lead_time draft_exists"
+).split()
+ITEM_FILTER = {"filter": "filter:tasks:data.item_id", "operator": "equal", "type": "String", "value": "x"}
+# Its command line (server.py): `init` migrates and makes the admin login, `start` serves.
+COMMANDS = (
+    ("init", "--no-browser"),
+    ("start", "--internal-host", "127.0.0.1", "--port", "8080", "--no-browser"),
+)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    name: str
+    check: Callable[[], str | None]  # None when it holds, else what moved
+
+
+def installed_version() -> str | None:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _django(data_dir: str) -> None:
+    """Label Studio's settings and apps loaded with a throw-away data folder, offline, quietly (its
+    settings print where its data lives; its apps log as they load)."""
+    os.environ.update(
+        LABEL_STUDIO_BASE_DATA_DIR=data_dir,
+        DJANGO_DB="sqlite",
+        DJANGO_SETTINGS_MODULE=SETTINGS_MODULE,
+        LATEST_VERSION_CHECK="false",
+        COLLECT_ANALYTICS="false",
+        SENTRY_DSN="",
+    )
+    import label_studio
+
+    package = str(Path(label_studio.__file__).parent)
+    if package not in sys.path:
+        sys.path.append(package)
+    import django
+
+    logging.disable(logging.CRITICAL)
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        django.setup()
+
+
+def _imports(module: str, attribute: str | None = None) -> str | None:
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError as error:
+        return f"{module} does not import ({error})"
+    if attribute and not hasattr(loaded, attribute):
+        return f"{module} has no {attribute}"
+    return None
+
+
+def resolves(path: str) -> bool:
+    """Whether Label Studio's URL table sends `path` to a view (its settings loaded)."""
+    from django.urls import Resolver404, resolve
+
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
+
+
+def resolves_only_with_slash(path: str) -> bool:
+    return not resolves(path) and resolves(path + "/")
+
+
+def _resolves(path: str, with_slash_only: bool = False) -> str | None:
+    if with_slash_only:
+        return None if resolves_only_with_slash(path) else f"{path} no longer resolves only with a slash"
+    return None if resolves(path) else f"{path} resolves to no view"
+
+
+def _middleware() -> str | None:
+    from django.conf import settings
+
+    return None if SLASH_MIDDLEWARE in settings.MIDDLEWARE else f"{SLASH_MIDDLEWARE} is not in MIDDLEWARE"
+
+
+def _sign_up_form() -> str | None:
+    from django.conf import settings
+
+    module, name = SIGN_UP_FORM.rsplit(".", 1)
+    form = getattr(importlib.import_module(module), name, None)
+    if form is None:
+        return f"{SIGN_UP_FORM} is gone"
+    missing = [field for field in SIGN_UP_FIELDS if field not in form.base_fields]
+    if missing:
+        return f"{SIGN_UP_FORM} has no field {', '.join(missing)}"
+    return (
+        None
+        if settings.CSRF_COOKIE_NAME == CSRF_COOKIE
+        else f"the CSRF cookie is {settings.CSRF_COOKIE_NAME}"
+    )
+
+
+def _columns() -> str | None:
+    from data_manager.functions import get_all_columns
+
+    project = SimpleNamespace(
+        id=0,
+        data_types={"sentence_html": "HyperText"},
+        summary=SimpleNamespace(all_data_columns={"item_id": 1}),
+        all_members=SimpleNamespace(values_list=lambda *args, **kwargs: []),
+        get_model_versions=lambda *args, **kwargs: [],
+    )
+    ids = {column["id"] for column in get_all_columns(project)["columns"]}
+    missing = sorted(set(TASK_COLUMNS) - ids)
+    return f"the Data Manager has no column {', '.join(missing)}" if missing else None
+
+
+def _item_filter() -> str | None:
+    from data_manager.prepare_params import Filters
+
+    try:
+        Filters(**{"conjunction": "and", "items": [ITEM_FILTER]})
+    except Exception as error:  # pydantic's or Django REST framework's validation error
+        return f"the item filter {json.dumps(ITEM_FILTER)} is refused ({error})"
+    return None
+
+
+def _commands() -> str | None:
+    from core.argparser import parse_input_args
+
+    for command in COMMANDS:
+        try:
+            parse_input_args(list(command))
+        except SystemExit:
+            return f"`label-studio {' '.join(command)}` is refused"
+    return None
+
+
+ASSUMPTIONS = (
+    Assumption("settings module", lambda: _imports(SETTINGS_MODULE)),
+    Assumption("WSGI module", lambda: _imports(WSGI_MODULE, "application")),
+    Assumption("apps by bare name", lambda: next(filter(None, map(_imports, APPS_BY_BARE_NAME)), None)),
+    Assumption("slash middleware", _middleware),
+    Assumption(
+        "slash-less API paths",
+        lambda: next(filter(None, (_resolves(p, True) for p in SLASHLESS_API_PATHS)), None),
+    ),
+    Assumption("pages and endpoints", lambda: next(filter(None, map(_resolves, _paths())), None)),
+    Assumption("sign-up form", _sign_up_form),
+    Assumption("Data Manager columns", _columns),
+    Assumption("Data Manager filter", _item_filter),
+    Assumption("command line", _commands),
+)
+
+
+def _paths() -> tuple[str, ...]:
+    return (HEALTH_PATH + "/", SIGN_UP_PATH, LOGIN_PATH, NEXT_TASK_PATH.format(project=1) + "/")
+
+
+def check() -> list[str]:
+    """What moved: one line per assumption that no longer holds, naming it (empty: all hold)."""
+    data_dir = tempfile.mkdtemp(prefix="labelstudio-contract-")
+    try:
+        _django(data_dir)
+    except Exception as error:  # whatever stops Label Studio's settings from loading
+        shutil.rmtree(data_dir, ignore_errors=True)
+        return [f"settings module: Label Studio's settings do not load ({type(error).__name__}: {error})"]
+    broken = []
+    for assumption in ASSUMPTIONS:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                problem = assumption.check()
+        except Exception as error:  # an assumption whose code moved fails, naming the assumption
+            problem = f"{type(error).__name__}: {error}"
+        if problem:
+            broken.append(f"{assumption.name}: {problem}")
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return broken
+
+
+def main() -> int:
+    version = installed_version()
+    broken = check()
+    against = f"Label Studio {version} (assumptions read from {READ_FROM_VERSION})"
+    for line in broken:
+        print(f"moved: {line}", file=sys.stderr)
+    if broken:
+        print(
+            f"error: {len(broken)} of {len(ASSUMPTIONS)} assumptions broken against {against}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"ok: all {len(ASSUMPTIONS)} assumptions hold against {against}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Every table of the TOML config in one object, read from one parse of the file with the environment's
+overrides applied in one place (`knowref60k.core.config`), and where each value came from: the file (its
+line), the environment, the cost model, or the default, as `knowref60k config` prints them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from knowref60k.core.config import (
+    ENVIRONMENT,
+    ExtractConfig,
+    PrepareConfig,
+    file_table,
+    line_of_setting,
+    load_config,
+)
+from knowref60k.labelling.config import (
+    LabellingConfig,
+    file_levels,
+    load_labelling_config,
+    load_run_prepare_config,
+)
+from knowref60k.labelling.cost_model import CostConfig, load_cost_config
+from knowref60k.labelling.labelstudio_table import LabelStudioConfig, load_labelstudio_config
+from knowref60k.labelling.levels import Expected
+
+# Settings whose -1 leaves the level to the cost model (knowref60k.labelling.levels).
+CHOSEN_BY_COST = {
+    ("prepare", "validity_threshold"),
+    ("labelling", "skip_screening_above"),
+    ("labelling", "careful_screening_below"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings a run works with, every level the cost model chooses already chosen."""
+
+    extract: ExtractConfig
+    prepare: PrepareConfig
+    labelling: LabellingConfig
+    cost: CostConfig
+    labelstudio: LabelStudioConfig
+    # The labelling levels with what they are expected to cost (None without a calibration).
+    levels: Expected | None
+    # The config file they were read from (None: the defaults and the environment only).
+    path: Path | None = None
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Settings:
+        return cls(
+            load_config(path),
+            load_run_prepare_config(path),
+            load_labelling_config(path),
+            load_cost_config(path),
+            load_labelstudio_config(path),
+            file_levels(path),
+            path,
+        )
+
+    def fingerprint(self) -> str:
+        """What a dump's outputs depend on (the library's fingerprints of extraction and prepare: settings,
+        spaCy pipeline, code, data): a dump done under another one is done again."""
+        from knowref60k.extract.extractor import extraction_fingerprint
+        from knowref60k.prepare.preparer import prepare_fingerprint
+
+        return f"{extraction_fingerprint(self.extract)}+{prepare_fingerprint(self.prepare)}"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One effective value and where it came from."""
+
+    table: str
+    key: str
+    value: Any
+    origin: str
+
+
+def effective_settings(settings: Settings) -> list[Setting]:
+    """Every setting of every table, in the tables' order, with its origin."""
+    tables = ("extract", "prepare", "labelling", "cost", "labelstudio")
+    rows = []
+    for table in tables:
+        for field in dataclasses.fields(getattr(settings, table)):
+            value = getattr(getattr(settings, table), field.name)
+            rows.append(Setting(table, field.name, value, origin_of(settings.path, table, field.name, value)))
+    return rows
+
+
+def origin_of(path: Path | None, table: str, key: str, value: Any) -> str:
+    """Where a setting's effective value came from: the environment, the file (its line), the cost
+    model (a level the file or the default leaves to it, -1), or the default."""
+    environment = [
+        name for name, where in ENVIRONMENT.items() if where == (table, key) and os.environ.get(name)
+    ]
+    if environment:
+        return f"environment {environment[0]}"
+    in_file = file_table(path, table) if path is not None else {}
+    left_to_cost = (table, key) in CHOSEN_BY_COST and in_file.get(key, -1) < 0
+    if left_to_cost and value is not None and value >= 0:
+        where = file_reference(path, table, key) if key in in_file else "the default"
+        return f"cost model ({where}: -1)"
+    if key in in_file:
+        return file_reference(path, table, key)
+    return "default"
+
+
+def file_reference(path: Path | None, table: str, key: str) -> str:
+    line = line_of_setting(path, table, key) if path is not None else None
+    return f"file {path}" + (f":{line}" if line else "")

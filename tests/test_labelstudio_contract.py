@@ -1,0 +1,81 @@
+"""Label Studio behind one declared contract: every assumption about its internals checked against the
+installed Label Studio in seconds, a broken one named; the installed version against the lock."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from knowref60k_annotation.labelstudio_app import labelstudio_contract as contract
+from knowref60k_annotation.server import CONTRACT, LABEL_STUDIO, installed_label_studio, version_note
+from tests.conftest import REPO, missing_prerequisite
+
+pytestmark = pytest.mark.integration
+
+
+def run_check(contract_file: Path) -> subprocess.CompletedProcess[str]:
+    if not LABEL_STUDIO.exists():
+        missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
+    python = LABEL_STUDIO.parent / "python"
+    return subprocess.run(
+        [str(python), "-P", str(contract_file)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+
+
+def test_every_assumption_holds_against_the_installed_label_studio() -> None:
+    done = run_check(CONTRACT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"all {len(contract.ASSUMPTIONS)} assumptions hold" in done.stdout
+    assert f"Label Studio {contract.READ_FROM_VERSION}" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("constant", "moved", "named"),
+    [
+        ('SIGN_UP_PATH = "/user/signup/"', 'SIGN_UP_PATH = "/user/register/"', "pages and endpoints"),
+        ('"inner_id annotators', '"inner_id no_such_column annotators', "Data Manager columns"),
+        ('SIGN_UP_FIELDS = ("email", "password")', 'SIGN_UP_FIELDS = ("email", "passcode")', "sign-up form"),
+        ('WSGI_MODULE = "label_studio.core.wsgi"', 'WSGI_MODULE = "label_studio.wsgi"', "WSGI module"),
+    ],
+)
+def test_a_broken_assumption_fails_naming_it(tmp_path: Path, constant: str, moved: str, named: str) -> None:
+    """A copy of the contract with one assumption as a later Label Studio might break it."""
+    broken = tmp_path / "labelstudio_contract.py"
+    text = CONTRACT.read_text(encoding="utf-8")
+    assert constant in text
+    broken.write_text(text.replace(constant, moved), encoding="utf-8")
+    done = run_check(broken)
+    assert done.returncode == 1
+    moved_lines = [line for line in done.stderr.splitlines() if line.startswith("moved: ")]
+    assert [line.split(":")[1].strip() for line in moved_lines] == [named]
+    assert f"1 of {len(contract.ASSUMPTIONS)} assumptions broken" in done.stderr
+
+
+def test_the_contract_is_read_from_the_locked_version() -> None:
+    locked = re.search(r"^label-studio==(\S+)", (REPO / "requirements-labelstudio.lock").read_text(), re.M)
+    assert locked is not None and locked.group(1) == contract.READ_FROM_VERSION
+
+
+def test_every_label_studio_pin_is_hashed() -> None:
+    text = (REPO / "requirements-labelstudio.lock").read_text()
+    requirements = re.split(r"(?<!\\)\n", text)
+    pins = [line for line in requirements if line and not line.startswith("#")]
+    assert len(pins) > 100
+    assert all("--hash=sha256:" in pin for pin in pins), [p.split()[0] for p in pins if "--hash" not in p]
+
+
+def test_another_installed_version_is_one_line_naming_both(tmp_path: Path) -> None:
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "label_studio-9.9.9.dist-info").mkdir(parents=True)
+    label_studio = tmp_path / "venv" / "bin" / "label-studio"
+    assert installed_label_studio(label_studio) == "9.9.9"
+    note = version_note(installed_label_studio(label_studio))
+    assert note is not None and "\n" not in note
+    assert "9.9.9" in note and contract.READ_FROM_VERSION in note and "requirements-labelstudio.lock" in note
+    assert version_note(contract.READ_FROM_VERSION) is None
+    assert "not installed" in (version_note(installed_label_studio(tmp_path / "nowhere" / "bin" / "x")) or "")
+    if LABEL_STUDIO.exists():
+        assert installed_label_studio(LABEL_STUDIO) == contract.READ_FROM_VERSION
