@@ -32,26 +32,30 @@ def test_every_assumption_holds_against_the_installed_label_studio() -> None:
     assert f"Label Studio {contract.READ_FROM_VERSION}" in done.stdout
 
 
-@pytest.mark.parametrize(
-    ("constant", "moved", "named"),
-    [
-        ('SIGN_UP_PATH = "/user/signup/"', 'SIGN_UP_PATH = "/user/register/"', "pages and endpoints"),
-        ('"inner_id annotators', '"inner_id no_such_column annotators', "Data Manager columns"),
-        ('SIGN_UP_FIELDS = ("email", "password")', 'SIGN_UP_FIELDS = ("email", "passcode")', "sign-up form"),
-        ('WSGI_MODULE = "label_studio.core.wsgi"', 'WSGI_MODULE = "label_studio.wsgi"', "WSGI module"),
-    ],
-)
-def test_a_broken_assumption_fails_naming_it(tmp_path: Path, constant: str, moved: str, named: str) -> None:
-    """A copy of the contract with one assumption as a later Label Studio might break it."""
-    broken = tmp_path / "labelstudio_contract.py"
+# Assumptions as a later Label Studio might break them: (the contract's line, the moved one, its name).
+MOVED = [
+    ('SIGN_UP_PATH = "/user/signup/"', 'SIGN_UP_PATH = "/user/register/"', "pages and endpoints"),
+    ('"inner_id annotators', '"inner_id no_such_column annotators', "Data Manager columns"),
+    ('SIGN_UP_FIELDS = ("email", "password")', 'SIGN_UP_FIELDS = ("email", "passcode")', "sign-up form"),
+    ('WSGI_MODULE = "label_studio.core.wsgi"', 'WSGI_MODULE = "label_studio.wsgi"', "WSGI module"),
+    ('"DJANGO_DB POSTGRE_NAME', '"DJANGO_DB NO_SUCH_SETTING POSTGRE_NAME', "environment variables"),
+]
+
+
+def test_each_broken_assumption_fails_naming_it(tmp_path: Path) -> None:
+    """A copy of the contract with five assumptions broken: five `moved:` lines, each naming its
+    assumption, in one run."""
     text = CONTRACT.read_text(encoding="utf-8")
-    assert constant in text
-    broken.write_text(text.replace(constant, moved), encoding="utf-8")
+    for line, moved, _ in MOVED:
+        assert text.count(line) == 1, line
+        text = text.replace(line, moved)
+    broken = tmp_path / "labelstudio_contract.py"
+    broken.write_text(text, encoding="utf-8")
     done = run_check(broken)
     assert done.returncode == 1
     moved_lines = [line for line in done.stderr.splitlines() if line.startswith("moved: ")]
-    assert [line.split(":")[1].strip() for line in moved_lines] == [named]
-    assert f"1 of {len(contract.ASSUMPTIONS)} assumptions broken" in done.stderr
+    assert sorted(line.split(":")[1].strip() for line in moved_lines) == sorted(name for *_, name in MOVED)
+    assert f"{len(MOVED)} of {len(contract.ASSUMPTIONS)} assumptions broken" in done.stderr
 
 
 def test_the_contract_is_read_from_the_locked_version() -> None:
@@ -79,3 +83,17 @@ def test_another_installed_version_is_one_line_naming_both(tmp_path: Path) -> No
     assert "not installed" in (version_note(installed_label_studio(tmp_path / "nowhere" / "bin" / "x")) or "")
     if LABEL_STUDIO.exists():
         assert installed_label_studio(LABEL_STUDIO) == contract.READ_FROM_VERSION
+
+
+def test_every_variable_the_server_hands_label_studio_is_in_the_contract(tmp_path: Path) -> None:
+    """What server.py sets for Label Studio is what the contract checks Label Studio still reads."""
+    import os
+
+    from knowref60k_annotation.server import Server
+    from knowref60k_annotation.settings import Settings
+
+    server = Server(Settings("http://127.0.0.1:1", "u", "p", "k", state_dir=tmp_path))
+    handed = {name for name in server.environment() if name not in os.environ}
+    ours = {name for name in handed if name.startswith("KNOWREF60K_")}
+    assert handed - ours <= set(contract.ENVIRONMENT_VARIABLES)
+    assert {"SSRF_PROTECTION_ENABLED", "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN"} <= handed

@@ -62,6 +62,15 @@ TASK_COLUMNS = (
     "created_at updated_at updated_by avg_lead_time draft_exists"
 ).split()
 ITEM_FILTER = {"filter": "filter:tasks:data.item_id", "operator": "equal", "type": "String", "value": "x"}
+# The environment variables server.py and database.py hand Label Studio: each must still be read by its
+# settings or its command line (which read NAME, or LABEL_STUDIO_NAME for some).
+ENVIRONMENT_VARIABLES = (
+    "LABEL_STUDIO_BASE_DATA_DIR LABEL_STUDIO_USERNAME LABEL_STUDIO_PASSWORD LABEL_STUDIO_USER_TOKEN "
+    "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN SSRF_PROTECTION_ENABLED USE_DEFAULT_BANNED_SUBNETS "
+    "USER_ADDITIONAL_BANNED_SUBNETS COLLECT_ANALYTICS SENTRY_DSN FRONTEND_SENTRY_DSN LATEST_VERSION_CHECK "
+    "DJANGO_DB POSTGRE_NAME POSTGRE_USER POSTGRE_PASSWORD POSTGRE_HOST POSTGRE_PORT"
+).split()
+READ_BY = ("core/settings/base.py", "core/settings/label_studio.py", "server.py")
 # Its command line (server.py): `init` migrates and makes the admin login, `start` serves.
 COMMANDS = (
     ("init", "--no-browser"),
@@ -185,6 +194,23 @@ def _item_filter() -> str | None:
     return None
 
 
+def _environment() -> str | None:
+    import label_studio
+
+    package = Path(label_studio.__file__).parent
+    sources = "".join((package / name).read_text(encoding="utf-8") for name in READ_BY)
+    unread = [
+        name
+        for name in ENVIRONMENT_VARIABLES
+        if not any(f"{quote}{spelling}{quote}" in sources for quote in "'\"" for spelling in _spellings(name))
+    ]
+    return f"no longer read: {', '.join(unread)}" if unread else None
+
+
+def _spellings(name: str) -> tuple[str, str]:
+    return name, name.removeprefix("LABEL_STUDIO_")
+
+
 def _commands() -> str | None:
     from core.argparser import parse_input_args
 
@@ -209,6 +235,7 @@ ASSUMPTIONS = (
     Assumption("sign-up form", _sign_up_form),
     Assumption("Data Manager columns", _columns),
     Assumption("Data Manager filter", _item_filter),
+    Assumption("environment variables", _environment),
     Assumption("command line", _commands),
 )
 
