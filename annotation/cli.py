@@ -24,6 +24,7 @@ from knowref60k.core.errors import UserError, storage_error
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
 
+from .labelstudio_app.labelstudio_contract import LOGIN_PATH
 from .settings import load_settings
 from .status import VOTE_COLUMNS
 
@@ -118,7 +119,7 @@ def users(
         with LabelStudioClient(settings) as client:
             accounts = create_accounts(client, role, count) if count else []
             accounts += [enrol(client, address, role) for address in email or []]
-    typer.echo(f"Log in at {settings.url}/user/login/ with ({role}s):")
+    typer.echo(f"Log in at {settings.url}{LOGIN_PATH} with ({role}s):")
     for account in accounts:
         typer.echo(f"  {account.email}  {account.password or '(their own password)'}")
     typer.echo(f"(also saved to {accounts_file(settings)}, readable only by you)")

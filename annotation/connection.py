@@ -34,7 +34,6 @@ CONNECTION = (
     ("demo_url", "KNOWREF60K_DEMO_LABEL_STUDIO_URL", f"http://127.0.0.1:{DEMO_PORT}", False),
     ("demo_state_dir", "KNOWREF60K_DEMO_LABELSTUDIO_DIR", str(DEMO_STATE_DIR), False),
 )
-NAMED, UNSET = "environment ", "not set (`make labelstudio` writes it to .env)"
 ENV_FILE_VARIABLE = "KNOWREF60K_ENV_FILE"
 UNSET = "not set (`make labelstudio` writes it to .env)"
 # Only these are read from `.env`; the others from the environment alone.

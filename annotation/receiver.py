@@ -46,7 +46,6 @@ from knowref60k.labelling.slots import QueueState
 from .client import LabelStudioClient
 from .server import RECEIVER, Background, settle_url
 from .settings import (
-    REPO,
     SECRET_HEADER,
     WEBHOOK_ACTIONS,
     Settings,
@@ -427,7 +426,6 @@ class ReceiverProcess(Background):
             "KNOWREF60K_LABELSTUDIO_DIR": str(settings.state_dir),
             # Its client picks the projects' sampling by the database: it must not undo the pipeline's.
             "KNOWREF60K_LABELSTUDIO_DATABASE": settings.database,
-            "PYTHONPATH": str(REPO),
         }
 
 

@@ -27,7 +27,13 @@ from knowref60k.core.io import private_dir
 from knowref60k.labelling.labelstudio_table import POSTGRESQL, SQLITE
 
 from .database import POSTGRES_PORT_OFFSET, LocalPostgres, database_environment
-from .labelstudio_app.labelstudio_contract import HEALTH_PATH, READ_FROM_VERSION, SETTINGS_MODULE
+from .labelstudio_app.labelstudio_contract import (
+    HEALTH_PATH,
+    INIT_COMMAND,
+    READ_FROM_VERSION,
+    SETTINGS_MODULE,
+    start_command,
+)
 from .settings import REPO, Settings, demo_settings, load_settings, receiver_url
 from .webhooks import banned_networks
 
@@ -152,7 +158,13 @@ class Server(Background):
 
     def environment(self) -> dict[str, str]:
         env = {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
-        env.update(
+        env.update(self.label_studio_variables())
+        env[CONNECTION_MAX_AGE] = str(connection_max_age())
+        return env
+
+    def label_studio_variables(self) -> dict[str, str]:
+        """What this server hands Label Studio (each is in the contract's ENVIRONMENT_VARIABLES)."""
+        variables = dict(
             LABEL_STUDIO_BASE_DATA_DIR=str(self.data_dir),
             LABEL_STUDIO_USERNAME=self.settings.username,
             LABEL_STUDIO_PASSWORD=self.settings.password,
@@ -169,9 +181,7 @@ class Server(Background):
             FRONTEND_SENTRY_DSN="",
             LATEST_VERSION_CHECK="false",
         )
-        env.update(database_environment(self.settings.database, self.state_dir, self.settings.port))
-        env[CONNECTION_MAX_AGE] = str(connection_max_age())
-        return env
+        return variables | database_environment(self.settings.database, self.state_dir, self.settings.port)
 
     def start(self, timeout: float = START_TIMEOUT) -> str:
         """Start (or find running) and wait until /health answers; returns a line saying which."""
@@ -223,8 +233,7 @@ class Server(Background):
         """Label Studio's own server; when multiprocess, its application under gunicorn with `workers`
         processes, as its production image runs it (docs/labelling-operations.md)."""
         if not self.multiprocess:
-            address = ("--internal-host", "127.0.0.1", "--port", str(self.settings.port))
-            return [str(LABEL_STUDIO), "start", *address, "--no-browser"]
+            return [str(LABEL_STUDIO), *start_command("127.0.0.1", self.settings.port)]
         return [
             str(LABEL_STUDIO.parent / "gunicorn"),
             f"{APPLICATION_MODULE}:application",
@@ -242,7 +251,7 @@ class Server(Background):
         with self.log_file.open("ab") as log:
             try:
                 done = subprocess.run(
-                    [str(LABEL_STUDIO), "init", "--no-browser"],
+                    [str(LABEL_STUDIO), *INIT_COMMAND],
                     env=environment,
                     stdout=log,
                     stderr=subprocess.STDOUT,

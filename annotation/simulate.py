@@ -26,7 +26,12 @@ from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
 
 from .accounts import Account, submit_form
-from .labelstudio_app.labelstudio_contract import LOGIN_PATH, NEXT_TASK_PATH
+from .labelstudio_app.labelstudio_contract import (
+    LOGIN_PATH,
+    NEXT_TASK_PATH,
+    TASK_ANNOTATIONS_PATH,
+    USER_TOKEN_PATH,
+)
 from .settings import Settings
 
 # (item id, how many votes the simulation cast on it before) -> answer code: the k-th vote on an item is
@@ -67,7 +72,9 @@ class AnnotatorSession:
             {"from_name": from_name, "to_name": "sentence", "type": "choices", "value": {"choices": [label]}}
         ]
         response = self._send(
-            "POST", f"/api/tasks/{task['id']}/annotations/", json={"result": result, "lead_time": lead_time}
+            "POST",
+            TASK_ANNOTATIONS_PATH.format(task=task["id"]),
+            json={"result": result, "lead_time": lead_time},
         )
         response.raise_for_status()
         return int(response.json()["id"])
@@ -88,7 +95,7 @@ def _token(settings: Settings, email: str, password: str) -> str:
         if status != 302:
             raise UserError(f"{email} could not log in to {settings.url} ({status})")
         try:
-            return str(session.get("/api/current-user/token").json()["token"])
+            return str(session.get(USER_TOKEN_PATH).json()["token"])
         except httpx.TransportError as error:
             raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None
 

@@ -31,7 +31,7 @@ from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
-from knowref60k.settings.effective import Settings
+from knowref60k.settings.effective import RunConfig
 from knowref60k_annotation.settings import demo_settings, load_settings, with_config
 from knowref60k_flows.common import missing_inputs
 from knowref60k_flows.labelling import collect_votes, promote, push, simulate, start_label_studio
@@ -71,7 +71,7 @@ def demo_flow(
     settings = with_config(
         demo_settings(load_settings(create=True)), Path(config_path) if config_path else None
     )
-    run_settings = Settings.load(Path(config_path) if config_path else None)
+    run_settings = RunConfig.load(Path(config_path) if config_path else None)
     config = run_settings.labelling
     pipeline = pipeline_flow(dumps, str(out), settings=run_settings)
     items = [report["items_path"] for report in pipeline["prepare"]["files"]]

@@ -21,10 +21,10 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.config import load_labelling_config
-from knowref60k.labelling.labelstudio_table import load_labelstudio_config
 from knowref60k.prepare.preparer import set_aside_path
 from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
-from knowref60k.settings.effective import Settings
+from knowref60k.settings.effective import RunConfig
+from knowref60k_annotation.labelstudio_app.labelstudio_contract import LOGIN_PATH
 from knowref60k_annotation.settings import load_settings, with_config
 from knowref60k_flows.common import missing_inputs, worker_count
 from knowref60k_flows.extract import extract_flow
@@ -39,11 +39,11 @@ def pipeline_flow(
     config_path: str | None = None,
     workers: int = 2,
     input_format: str = "auto",
-    settings: Settings | None = None,
+    settings: RunConfig | None = None,
 ) -> dict[str, Any]:
     """The config file is read once here (or `settings` given by a caller that read it)."""
     out = Path(out_dir)
-    settings = settings or Settings.load(Path(config_path) if config_path else None)
+    settings = settings or RunConfig.load(Path(config_path) if config_path else None)
     extracted = extract_flow(inputs, str(out / "candidates"), settings.extract, workers, input_format)
     candidates = [report["candidates_path"] for report in extracted["files"]]
     prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), settings.prepare)
@@ -52,7 +52,7 @@ def pipeline_flow(
     return {"extract": extracted, "prepare": prepared, "labelling": plan}
 
 
-def labelling_plan(settings: Settings, prepared: dict[str, Any]) -> dict[str, Any]:
+def labelling_plan(settings: RunConfig, prepared: dict[str, Any]) -> dict[str, Any]:
     """The levels items were prepared and will be labelled at, what that is expected to cost, and the
     candidates the threshold held back (kept, so they can be sent later)."""
     return {
@@ -138,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing_inputs(console, args.inputs):
         return 2
     try:
-        if args.label_studio:  # a bad [labelstudio] table is refused before the dumps are read
-            load_labelstudio_config(Path(args.config) if args.config else None)
+        # Every table checked (in one line when one is bad) before Prefect starts or a dump is read.
+        RunConfig.load(Path(args.config) if args.config else None)
         result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
     except UserError as error:
         print_error(console, error)
@@ -171,7 +171,7 @@ def annotation_flow(items: list[str], screeners: int, resolvers: int, config_pat
     )
     for role, count in (("screener", screeners), ("resolver", resolvers)):
         accounts = ensure_annotators(settings, role, count)
-        console.print(f"{role.capitalize()}s log in at {settings.url}/user/login/ with:")
+        console.print(f"{role.capitalize()}s log in at {settings.url}{LOGIN_PATH} with:")
         for account in accounts:
             console.print(f"  {account['email']}  {account['password']}")
     console.print(

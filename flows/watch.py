@@ -11,7 +11,7 @@ import orjson
 from prefect import flow, get_run_logger
 
 from knowref60k.ingest.ledger import Ledger, settled
-from knowref60k.settings.effective import Settings
+from knowref60k.settings.effective import RunConfig
 from knowref60k_flows.labelling import push
 from knowref60k_flows.pipeline import pipeline_flow
 from knowref60k_flows.release import release_flow
@@ -34,7 +34,7 @@ def watch_flow(
     did not change for `settle_seconds` (one still growing is left for the next run)."""
     logger = get_run_logger()
     ledger = Ledger(Path(out_dir) / "ledger.sqlite")
-    settings = Settings.load(Path(config_path) if config_path else None)
+    settings = RunConfig.load(Path(config_path) if config_path else None)
     settings_hash = settings.fingerprint()
     dumps = [path for pattern in DUMP_PATTERNS for path in Path(dumps_dir).glob(pattern)]
     todo, growing = settled(ledger.pending(dumps, settings_hash), settle_seconds)

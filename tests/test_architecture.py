@@ -212,6 +212,33 @@ def test_installing_the_project_adds_only_names_of_its_own() -> None:
     assert packages == installed
 
 
+@pytest.mark.integration
+def test_the_built_wheel_holds_only_the_projects_names_and_its_entry_points(tmp_path: Path) -> None:
+    """The wheel a user installs: three packages named for the project, the Label Studio side's data
+    files with them, and the entry points through which the command line finds its commands."""
+    import zipfile
+
+    source = tmp_path / "source"  # setuptools builds inside the project: a copy keeps the checkout clean
+    for folder in LAYERS.values():
+        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)]
+    subprocess.run(build, check=True, capture_output=True, timeout=600, cwd=tmp_path)
+    (wheel,) = tmp_path.glob("knowref60k-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top_level == set(LAYERS)
+    assert "knowref60k_annotation/labelstudio_app/labelstudio_contract.py" in names
+    assert (
+        "knowref60k_annotation/screening_config.xml" in names
+        and "knowref60k/release/card_template.md" in names
+    )
+    entry_points = next(name for name in names if name.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[knowref60k.commands]" in text and "knowref60k_flows.cli:add_commands" in text
+
+
 def test_data_holds_data_sources_and_manifests_only() -> None:
     """The scripts that rebuild data live in tools/, each folder named for the data folder it writes."""
     code = [

@@ -86,14 +86,14 @@ def test_another_installed_version_is_one_line_naming_both(tmp_path: Path) -> No
 
 
 def test_every_variable_the_server_hands_label_studio_is_in_the_contract(tmp_path: Path) -> None:
-    """What server.py sets for Label Studio is what the contract checks Label Studio still reads."""
-    import os
-
+    """What server.py sets for Label Studio, on SQLite and on a team's PostgreSQL, is what the contract
+    checks Label Studio still reads."""
     from knowref60k_annotation.server import Server
     from knowref60k_annotation.settings import Settings
 
-    server = Server(Settings("http://127.0.0.1:1", "u", "p", "k", state_dir=tmp_path))
-    handed = {name for name in server.environment() if name not in os.environ}
-    ours = {name for name in handed if name.startswith("KNOWREF60K_")}
-    assert handed - ours <= set(contract.ENVIRONMENT_VARIABLES)
-    assert {"SSRF_PROTECTION_ENABLED", "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN"} <= handed
+    for database in ("sqlite", "postgresql://u:p@db.example:5432/labelstudio"):
+        settings = Settings("http://127.0.0.1:1", "u", "p", "k", state_dir=tmp_path, database=database)
+        handed = set(Server(settings).label_studio_variables())
+        assert handed <= set(contract.ENVIRONMENT_VARIABLES), handed - set(contract.ENVIRONMENT_VARIABLES)
+        assert {"SSRF_PROTECTION_ENABLED", "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN", "DJANGO_DB"} <= handed
+    assert {"POSTGRE_NAME", "POSTGRE_PASSWORD"} <= handed

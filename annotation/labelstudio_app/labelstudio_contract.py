@@ -49,6 +49,8 @@ HEALTH_PATH = "/health"  # server.py: is it up
 SIGN_UP_PATH = "/user/signup/"  # accounts.py: the only way to make a working annotator
 LOGIN_PATH = "/user/login/"  # accounts.py, the browser test
 NEXT_TASK_PATH = "/api/projects/{project}/next"  # simulate.py: the task an annotator is sent
+TASK_ANNOTATIONS_PATH = "/api/tasks/{task}/annotations/"  # simulate.py: an annotator's answer
+USER_TOKEN_PATH = "/api/current-user/token"  # simulate.py: a logged-in annotator's API token
 # The sign-up form (accounts.py): posted as a browser does, with Django's CSRF cookie and field.
 SIGN_UP_FORM = "users.forms.UserSignupForm"
 SIGN_UP_FIELDS = ("email", "password")
@@ -72,10 +74,12 @@ ENVIRONMENT_VARIABLES = (
 ).split()
 READ_BY = ("core/settings/base.py", "core/settings/label_studio.py", "server.py")
 # Its command line (server.py): `init` migrates and makes the admin login, `start` serves.
-COMMANDS = (
-    ("init", "--no-browser"),
-    ("start", "--internal-host", "127.0.0.1", "--port", "8080", "--no-browser"),
-)
+INIT_COMMAND = ("init", "--no-browser")
+START_COMMAND = ("start", "--internal-host", "{host}", "--port", "{port}", "--no-browser")
+
+
+def start_command(host: str, port: int) -> tuple[str, ...]:
+    return tuple(part.format(host=host, port=port) for part in START_COMMAND)
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,7 @@ def _spellings(name: str) -> tuple[str, str]:
 def _commands() -> str | None:
     from core.argparser import parse_input_args
 
-    for command in COMMANDS:
+    for command in (INIT_COMMAND, start_command("127.0.0.1", 8080)):
         try:
             parse_input_args(list(command))
         except SystemExit:
@@ -241,7 +245,14 @@ ASSUMPTIONS = (
 
 
 def _paths() -> tuple[str, ...]:
-    return (HEALTH_PATH + "/", SIGN_UP_PATH, LOGIN_PATH, NEXT_TASK_PATH.format(project=1) + "/")
+    return (
+        HEALTH_PATH + "/",
+        SIGN_UP_PATH,
+        LOGIN_PATH,
+        NEXT_TASK_PATH.format(project=1) + "/",
+        TASK_ANNOTATIONS_PATH.format(task=1),
+        USER_TOKEN_PATH,
+    )
 
 
 def check() -> list[str]:

@@ -3,11 +3,14 @@ recur, and the one way a user error ends a command (one line, exit code 2)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.progress import (
@@ -90,7 +93,9 @@ def add_forwarded(app: typer.Typer, name: str, target: str, summary: str) -> Non
     def command(context: typer.Context) -> None:
         module, function = target.split(":")
         main = getattr(importlib.import_module(module), function)
-        raise typer.Exit(code=main(list(context.args)))
+        with as_its_own_program(context.command_path):
+            code = main(list(context.args))
+        raise typer.Exit(code=code)
 
     command.__doc__ = summary
     app.command(
@@ -98,3 +103,29 @@ def add_forwarded(app: typer.Typer, name: str, target: str, summary: str) -> Non
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
         add_help_option=False,
     )(command)
+
+
+@contextlib.contextmanager
+def as_its_own_program(command_path: str) -> Iterator[None]:
+    """Run a forwarded command line as it runs on its own (`python -m ...`): Python's own Ctrl-C and
+    SIGTERM (a Prefect server or a Label Studio it starts stops as it always did, not through the
+    extraction's handler), its usage named `knowref60k COMMAND`, and a mistake in its arguments one
+    line, exit code 2, as every other command's."""
+
+    def one_line(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+        typer.echo(f"error: {message} (see '{command_path} --help')", err=True)
+        raise SystemExit(2)
+
+    handlers = {stop: signal.getsignal(stop) for stop in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    program, error = sys.argv[0], argparse.ArgumentParser.error
+    sys.argv[0] = command_path
+    argparse.ArgumentParser.error = one_line  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+        sys.argv[0] = program
+        for stop, handler in handlers.items():
+            signal.signal(stop, handler)

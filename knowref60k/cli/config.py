@@ -28,10 +28,10 @@ def config(
 ) -> None:
     """Print every setting of every table as the run would use it, with its origin: `file PATH:LINE`,
     `environment NAME`, `cost model` (a level the cost model chose) or `default`."""
-    from knowref60k.settings.effective import Settings, effective_settings
+    from knowref60k.settings.effective import RunConfig, effective_settings
 
     with user_errors():
-        rows = effective_settings(Settings.load(config_file))
+        rows = effective_settings(RunConfig.load(config_file))
         for entry in sorted(entry_points(group=SETTINGS_GROUP), key=lambda entry: entry.name):
             rows += entry.load()(config_file)
     if as_json:

@@ -25,10 +25,15 @@ from knowref60k.labelling.config import (
     load_run_prepare_config,
 )
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config
-from knowref60k.labelling.labelstudio_table import LabelStudioConfig, load_labelstudio_config
+from knowref60k.labelling.labelstudio_table import (
+    LabelStudioConfig,
+    load_labelstudio_config,
+    without_password,
+)
 from knowref60k.labelling.levels import Expected
 
 # Settings whose -1 leaves the level to the cost model (knowref60k.labelling.levels).
+TABLES = ("extract", "prepare", "labelling", "cost", "labelstudio")
 CHOSEN_BY_COST = {
     ("prepare", "validity_threshold"),
     ("labelling", "skip_screening_above"),
@@ -37,8 +42,8 @@ CHOSEN_BY_COST = {
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The settings a run works with, every level the cost model chooses already chosen."""
+class RunConfig:
+    """Every table of the config a run works with, every level the cost model chooses already chosen."""
 
     extract: ExtractConfig
     prepare: PrepareConfig
@@ -51,7 +56,7 @@ class Settings:
     path: Path | None = None
 
     @classmethod
-    def load(cls, path: Path | None = None) -> Settings:
+    def load(cls, path: Path | None = None) -> RunConfig:
         return cls(
             load_config(path),
             load_run_prepare_config(path),
@@ -81,30 +86,31 @@ class Setting:
     origin: str
 
 
-def effective_settings(settings: Settings) -> list[Setting]:
-    """Every setting of every table, in the tables' order, with its origin."""
-    tables = ("extract", "prepare", "labelling", "cost", "labelstudio")
+def effective_settings(run: RunConfig) -> list[Setting]:
+    """Every setting of every table, in the tables' order, with its origin; a database URL's password
+    masked (the output is made to be read and pasted)."""
     rows = []
-    for table in tables:
-        for field in dataclasses.fields(getattr(settings, table)):
-            value = getattr(getattr(settings, table), field.name)
-            rows.append(Setting(table, field.name, value, origin_of(settings.path, table, field.name, value)))
+    for table in TABLES:
+        for field in dataclasses.fields(getattr(run, table)):
+            value = getattr(getattr(run, table), field.name)
+            origin = origin_of(run.path, table, field.name, value, chosen=run.levels is not None)
+            shown = without_password(value) if (table, field.name) == ("labelstudio", "database") else value
+            rows.append(Setting(table, field.name, shown, origin))
     return rows
 
 
-def origin_of(path: Path | None, table: str, key: str, value: Any) -> str:
+def origin_of(path: Path | None, table: str, key: str, value: Any, chosen: bool = True) -> str:
     """Where a setting's effective value came from: the environment, the file (its line), the cost
     model (a level the file or the default leaves to it, -1), or the default."""
-    environment = [
-        name for name, where in ENVIRONMENT.items() if where == (table, key) and os.environ.get(name)
-    ]
-    if environment:
-        return f"environment {environment[0]}"
+    for name, setting in ENVIRONMENT.items():
+        if setting == (table, key) and os.environ.get(name):
+            return f"environment {name}"
     in_file = file_table(path, table) if path is not None else {}
-    left_to_cost = (table, key) in CHOSEN_BY_COST and in_file.get(key, -1) < 0
-    if left_to_cost and value is not None and value >= 0:
-        where = file_reference(path, table, key) if key in in_file else "the default"
-        return f"cost model ({where}: -1)"
+    if (table, key) in CHOSEN_BY_COST and in_file.get(key, -1) < 0:
+        set_by = file_reference(path, table, key) if key in in_file else "the default"
+        if not chosen:
+            return f"{set_by}: -1, and no calibration to choose by (data/scorer/calibration.json)"
+        return f"cost model ({set_by}: -1)"
     if key in in_file:
         return file_reference(path, table, key)
     return "default"
