@@ -139,7 +139,7 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
     """The ledger keys on the library's fingerprint (settings, model, code, data): an edited stage makes
     `make serve` redo every dump, where a hash of the settings alone would call them done."""
     import knowref60k.extract.extractor as extractor
-    import knowref60k_flows.common
+    import knowref60k.settings.effective as run_config
     from knowref60k_flows.watch import watch_flow
 
     dumps = tmp_path / "dumps"
@@ -157,10 +157,8 @@ def test_watch_redoes_a_dump_after_a_code_change_and_reads_the_config_once(
     edited = extractor.code_fingerprint
     monkeypatch.setattr(extractor, "code_fingerprint", lambda *modules: edited(*modules) + "-edited")
     reads = []
-    loaded = knowref60k_flows.common.load_config
-    monkeypatch.setattr(
-        knowref60k_flows.common, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k)
-    )
+    loaded = run_config.load_config
+    monkeypatch.setattr(run_config, "load_config", lambda *a, **k: reads.append(a) or loaded(*a, **k))
     assert watch_flow(str(dumps), str(out), config, **QUICK_WATCH)["processed"] == {
         "RC_2099-01.ndjson": "done"
     }
