@@ -305,8 +305,8 @@ def connection_max_age() -> int:
 def installed_label_studio(label_studio: Path) -> str | None:
     """The version of Label Studio installed in the environment of its `label_studio` command, read
     from the distribution's metadata folder (no process started); None when there is none."""
-    found = sorted(label_studio.parent.parent.glob("lib/python*/site-packages/label_studio-*.dist-info"))
-    return found[-1].name.removeprefix("label_studio-").removesuffix(".dist-info") if found else None
+    found = in_its_site_packages(label_studio, "label_studio-*.dist-info")
+    return found.name.removeprefix("label_studio-").removesuffix(".dist-info") if found else None
 
 
 def version_note(installed: str | None) -> str | None:
@@ -334,10 +334,17 @@ def check_contract() -> int:
 
 def label_studio_package_dir() -> Path:
     """The `label_studio` package in Label Studio's own environment."""
-    found = sorted(LABEL_STUDIO.parent.parent.glob("lib/python*/site-packages/label_studio"))
-    if not found:
+    found = in_its_site_packages(LABEL_STUDIO, "label_studio")
+    if found is None:
         raise RuntimeError(f"no label_studio package beside {LABEL_STUDIO}: run `make labelstudio`")
-    return found[-1]
+    return found
+
+
+def in_its_site_packages(label_studio: Path, pattern: str) -> Path | None:
+    """What matches `pattern` in the site-packages of the environment of the `label-studio` command
+    (the newest Python's, should there be several); None when nothing does."""
+    found = sorted(label_studio.parent.parent.glob(f"lib/python*/site-packages/{pattern}"))
+    return found[-1] if found else None
 
 
 def receiver_addresses(settings: Settings) -> set[str]:

@@ -375,7 +375,7 @@ def _parsed(path: str, content: bytes) -> tuple[str, dict[str, Any]]:
 def line_of_setting(path: Path, section: str, key: str) -> int | None:
     """The line of a config file that sets `key` in its `[section]` table."""
     text = _parsed(*_read_config(path))[0]
-    quoted = f"(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')"
+    quoted = _quoted(key)
     header, setting = re.compile(r"\s*\[\s*([^\]]+?)\s*\]"), re.compile(rf"\s*{quoted}\s*=")
     table = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -410,7 +410,7 @@ def _refuse_unknown_tables(path: Path, text: str, document: dict[str, Any]) -> N
 
 def _line_of(text: str, name: str) -> int | None:
     """The line that brings a top-level name in: a table header, or a key before the first header."""
-    quoted = f"(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')"
+    quoted = _quoted(name)
     header = re.compile(rf"\s*\[\[?\s*{quoted}\s*[\].]")
     key = re.compile(rf"\s*{quoted}\s*[.=]")
     in_a_table = False
@@ -419,3 +419,8 @@ def _line_of(text: str, name: str) -> int | None:
             return number
         in_a_table = in_a_table or line.lstrip().startswith("[")
     return None
+
+
+def _quoted(name: str) -> str:
+    """A pattern of a TOML key as a file may write it: bare, or in double or single quotes."""
+    return f"(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')"

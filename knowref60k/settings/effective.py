@@ -91,21 +91,22 @@ def effective_settings(run: RunConfig) -> list[Setting]:
     masked (the output is made to be read and pasted)."""
     rows = []
     for table in TABLES:
+        in_file = file_table(run.path, table) if run.path is not None else {}
         for field in dataclasses.fields(getattr(run, table)):
             value = getattr(getattr(run, table), field.name)
-            origin = origin_of(run.path, table, field.name, value, chosen=run.levels is not None)
+            origin = origin_of(run.path, in_file, table, field.name, chosen=run.levels is not None)
             shown = without_password(value) if (table, field.name) == ("labelstudio", "database") else value
             rows.append(Setting(table, field.name, shown, origin))
     return rows
 
 
-def origin_of(path: Path | None, table: str, key: str, value: Any, chosen: bool = True) -> str:
-    """Where a setting's effective value came from: the environment, the file (its line), the cost
-    model (a level the file or the default leaves to it, -1), or the default."""
+def origin_of(path: Path | None, in_file: dict[str, Any], table: str, key: str, chosen: bool) -> str:
+    """Where a setting's effective value came from: the environment, the file (its line; `in_file` is
+    the file's table), the cost model (a level the file or the default leaves to it, -1), or the
+    default."""
     for name, setting in ENVIRONMENT.items():
         if setting == (table, key) and os.environ.get(name):
             return f"environment {name}"
-    in_file = file_table(path, table) if path is not None else {}
     if (table, key) in CHOSEN_BY_COST and in_file.get(key, -1) < 0:
         set_by = file_reference(path, table, key) if key in in_file else "the default"
         if not chosen:
