@@ -30,6 +30,7 @@ import orjson
 from numpy.typing import NDArray
 
 from knowref60k.core.errors import UserError
+from knowref60k.core.exact_math import prepared, product
 
 Array = NDArray[Any]
 
@@ -204,23 +205,23 @@ class MiniLM:
         def split(vectors: Array) -> Array:
             return vectors.reshape(len(vectors), heads, size).transpose(1, 0, 2)
 
-        scores = split(query) @ split(key).transpose(0, 2, 1) / math.sqrt(size)
+        scores = product(split(query), split(key).transpose(0, 2, 1)) / math.sqrt(size)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         attention = scores / scores.sum(axis=-1, keepdims=True)
-        return np.asarray((attention @ split(value)).transpose(1, 0, 2).reshape(len(query), -1))
+        return np.asarray(product(attention, split(value)).transpose(1, 0, 2).reshape(len(query), -1))
 
     def _dense(self, hidden: Array, name: str) -> Array:
-        projected: Array = hidden @ self.transposed[name] + self.weights[f"{name}.bias"]
+        weights = self.transposed[name]
+        projected: Array = product(hidden, weights, right_prepared=True) + self.weights[f"{name}.bias"]
         return projected
 
     @cached_property
     def transposed(self) -> dict[str, Array]:
-        """The dense layers' weights, transposed for the products; the originals are dropped, so one copy
-        of each stays in memory (an extraction worker holds the encoder for life)."""
+        """The dense layers' weights, transposed and rounded for the products (`prepared`) once, not at
+        every product; the originals are dropped, so one copy of each stays in memory (an extraction
+        worker holds the encoder for life)."""
         names = [name for name, w in self.weights.items() if w.ndim == 2 and name.startswith("encoder.")]
-        return {
-            name.removesuffix(".weight"): np.ascontiguousarray(self.weights.pop(name).T) for name in names
-        }
+        return {name.removesuffix(".weight"): prepared(self.weights.pop(name).T) for name in names}
 
     def _norm(self, hidden: Array, name: str) -> Array:
         mean = hidden.mean(axis=-1, keepdims=True)

@@ -22,6 +22,7 @@ from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR, is_installed
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import read_tsv_rows
 from knowref60k.core.paths import DATA_DIR
+from knowref60k.extract.spacy_arithmetic import stabilise
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,7 @@ class Pipeline:
         ]
         if missing:
             raise UserError(f"spaCy pipeline {model_name!r} lacks component(s) {', '.join(missing)}")
+        stabilise(self.nlp)
         self.version = str(self.nlp.meta.get("version", "unknown"))
         self.sentencizer = Sentencizer()
         self._taggers = [(n, p) for n, p in self.nlp.pipeline if n in TAGGING_COMPONENTS]

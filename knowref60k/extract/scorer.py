@@ -26,6 +26,7 @@ from spacy.tokens import Doc
 
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.errors import UserError
+from knowref60k.core.exact_math import logistic, product
 from knowref60k.core.model_file import read_model
 from knowref60k.core.names import NameLexicon, census_first_names, ssa_name_counts
 from knowref60k.core.paths import VALIDITY_MODEL
@@ -186,6 +187,11 @@ def _capitalised(text: str) -> bool:
     return len(text) > 1 and text[0].isupper() and not text.isupper()
 
 
+def project(vectors: Array, mean: Array, components: Array) -> Array:
+    """Context vectors (one per row) on the principal directions, the same on every processor."""
+    return product(vectors - mean, np.asarray(components).T, np.float64)
+
+
 def combine(trees: Array, encoder: Array) -> Array:
     """The validity score from its two halves' probabilities: their mean."""
     return np.asarray((trees + encoder) / 2)
@@ -229,10 +235,9 @@ class TreeEnsemble:
                 f"the validity model was built with another spaCy pipeline ({self.training.get('data')}); "
                 "rebuild it with tools/scorer/build.py"
             )
-        projected = [
-            np.concatenate([(vector - self.mean) @ self.components.T for vector in pair]) for pair in contexts
-        ]
-        return np.hstack([base, np.asarray(projected).reshape(len(rows), 2 * CONTEXT_DIMENSIONS)])
+        vectors = np.asarray(contexts, dtype=np.float64).reshape(2 * len(rows), len(self.mean))
+        projected = project(vectors, self.mean, self.components)
+        return np.hstack([base, projected.reshape(len(rows), 2 * CONTEXT_DIMENSIONS)])
 
     def score(self, matrix: Array) -> Array:
         """The probability of each row of a design matrix (see `design`)."""
@@ -240,7 +245,7 @@ class TreeEnsemble:
         raw = np.full(len(matrix), self.baseline)
         for values in forest.leaf_values(matrix).T:  # tree by tree, in the order the trees were grown
             raw += values
-        return np.asarray(1.0 / (1.0 + np.exp(-raw)))
+        return logistic(raw)
 
     @cached_property
     def _forest(self) -> Forest:

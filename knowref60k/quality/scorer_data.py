@@ -71,7 +71,7 @@ def examples(
         cached = _from_cache(read_cached(path), items)
         if cached is not None:
             return cached
-        found = _parse(items, model_name, config)
+        found = parse_examples(items, model_name, config)
         if found:
             write_cached(path, _to_cache(found, items))
     return found
@@ -110,7 +110,10 @@ def _to_cache(found: list[Example], items: Sequence[GoldItem]) -> bytes:
     return buffer.getvalue()
 
 
-def _parse(items: Sequence[GoldItem], model_name: str, config: ExtractConfig) -> list[Example]:
+def parse_examples(
+    items: Sequence[GoldItem], model_name: str, config: ExtractConfig = TRAINING_CONFIG
+) -> list[Example]:
+    """The examples of `examples`, computed afresh (no cache)."""
     context = ExtractContext(config, model_name)
     features = CandidateFeatures(context.lexicon)
     data = "\n".join(item.sentence.replace("\n", " ") for item in items).encode() + b"\n"

@@ -16,7 +16,7 @@ import orjson
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import SPAN_ADAPTER, SPAN_OUT_OF_FOLD
 from knowref60k.extract.nlp import model_version
-from knowref60k.extract.scorer import CONTEXT_DIMENSIONS, FEATURES, Array, combine
+from knowref60k.extract.scorer import CONTEXT_DIMENSIONS, FEATURES, Array, combine, project
 from knowref60k.quality.gold import GOLD_FILE
 from knowref60k.quality.scorer_data import Example
 
@@ -93,9 +93,9 @@ def matrix(
 ) -> tuple[Array, Array]:
     """The design matrix (the base features and the projected context vectors) and the labels."""
     mean, components = np.asarray(projected["mean"]), np.asarray(projected["components"])
-    features = np.array(
-        [[*e.features, *np.concatenate([(v - mean) @ components.T for v in e.context])] for e in data]
-    )
+    vectors = np.asarray([e.context for e in data], dtype=np.float64).reshape(2 * len(data), len(mean))
+    context = project(vectors, mean, components).reshape(len(data), 2 * CONTEXT_DIMENSIONS)
+    features = np.hstack([np.asarray([e.features for e in data], dtype=np.float64), context])
     if columns is not None:
         features = features[:, list(columns)]
     return features, np.array([e.valid for e in data], dtype=int)
