@@ -17,6 +17,7 @@ from spacy.language import Language
 from spacy.pipeline import Sentencizer
 from spacy.tokenizer import Tokenizer
 from spacy.tokens import Doc
+from threadpoolctl import threadpool_limits
 
 from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR, is_installed
 from knowref60k.core.errors import UserError
@@ -158,6 +159,9 @@ class Pipeline:
         if missing:
             raise UserError(f"spaCy pipeline {model_name!r} lacks component(s) {', '.join(missing)}")
         stabilise(self.nlp)
+        # One BLAS thread: the pipeline's products now run on OpenBLAS (not BLIS, single-threaded), and
+        # extraction runs a process per core, whose OpenBLAS threads would spin on each other's cores.
+        threadpool_limits(limits=1, user_api="blas")
         self.version = str(self.nlp.meta.get("version", "unknown"))
         self.sentencizer = Sentencizer()
         self._taggers = [(n, p) for n, p in self.nlp.pipeline if n in TAGGING_COMPONENTS]
