@@ -71,7 +71,7 @@ def test_the_gold_examples_come_back_from_the_cache_equal(
     parsed = scorer_data.examples(items, model_name)
     assert len(parsed) >= 10 and len(entries(cache_home)) == 1
     with monkeypatch.context() as patched:
-        patched.setattr(scorer_data, "_parse", refuse)
+        patched.setattr(scorer_data, "parse_examples", refuse)
         cached = scorer_data.examples(items, model_name)
     assert len(cached) == len(parsed)
     for one, other in zip(parsed, cached, strict=True):

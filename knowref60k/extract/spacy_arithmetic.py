@@ -3,8 +3,8 @@
 The validity score reads the pipeline's contextual token vectors (`doc.tensor`), and a tree's split can
 lie closer to one of them than the last bits in which two processors disagree. Two sources of those bits
 are removed here, for every component that extraction runs:
-- matrix products: thinc multiplies with BLIS, whose kernel is chosen by processor; `StableOps` sums
-  them in float64 and rounds once (knowref60k.core.exact_math);
+- matrix products: thinc multiplies with BLIS, whose kernel is chosen by processor; `StableOps`
+  computes them exactly (knowref60k.core.exact_math);
 - layer normalisation: thinc scales by `variance ** -0.5`, and numpy's float32 power has its own code for
   AVX-512, which rounds differently; `1 / sqrt(variance)` is correctly rounded everywhere.
 
@@ -52,12 +52,11 @@ def _inference_only(_: Any) -> Any:
     raise RuntimeError("the stable layer normalisation runs at inference only")
 
 
-def stabilise(nlp: Language) -> int:
+def stabilise(nlp: Language) -> None:
     """Give every layer of the pipeline's models `StableOps` (spaCy builds some layers, as the entity
     recogniser's output layer, with the default operations while it loads) and every layer normalisation
-    the stable inverse square root; the count of layer normalisations changed."""
+    the stable inverse square root."""
     ops = StableOps()
-    changed = 0
     for _, component in nlp.pipeline:
         model = getattr(component, "model", None)
         if isinstance(model, Model):
@@ -65,5 +64,3 @@ def stabilise(nlp: Language) -> int:
                 node.ops = ops
                 if node.name == LAYER_NORM:
                     node._func = stable_layer_norm
-                    changed += 1
-    return changed
