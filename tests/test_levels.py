@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import shutil
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -30,6 +35,8 @@ from knowref60k.labelling.cost_model import (
 from knowref60k.labelling.costs import Plan, plan, summed
 from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
 from knowref60k.labelling.levels import NEVER, Pinned, Rules, choose_levels, cost_curve
+
+REPO = Path(__file__).resolve().parents[1]
 
 # Scores only at the middle of each tenth, so that every level of the search is equivalent to a tenth;
 # the share of valid candidates grows with the score: 1 of 11 at 0.05, 10 of 11 at 0.95.
@@ -230,6 +237,11 @@ def test_a_threshold_the_config_sets_wins_over_the_cost_model(tmp_path: Path) ->
         ('resolution_vote_seconds = "slow"', "resolution_vote_seconds must be a number, not 'slow'"),
         ("screening_vote_seconds = 0\nresolution_vote_seconds = 0", "cannot both be 0"),
         ("vote_seconds = 3", "unknown setting(s)"),
+        ("screening_vote_seconds = 1e308", "screening_vote_seconds = 1e+308: above 1,000,000"),
+        ("person_hour_price = 1e7", "person_hour_price = 1e+07: above 1,000,000"),
+        ("cpu_hour_price = 100000000000000000000", "cpu_hour_price must be a number that fits in 64 bits"),
+        (r'currency = "\u001b[31mEUR"', "currency must be a code or symbol of 1 to 8 printable characters"),
+        ('currency = ""', "currency must be a code or symbol"),
     ],
 )
 def test_a_cost_no_run_can_use_is_one_line_naming_the_file(tmp_path: Path, table: str, problem: str) -> None:
@@ -265,3 +277,56 @@ def test_the_shipped_calibration_chooses_levels_meeting_the_default_targets() ->
     assert levels.validity >= cost.min_release_validity
     assert levels.valid_per_million_low >= cost.min_valid_per_million
     assert 0 < levels.threshold <= levels.skip
+
+
+BAD_CALIBRATIONS = [
+    (
+        {"comments": 0, "share": 0.5, "candidates": [[0.5, 1]]},
+        "comments must be a whole number above 0, not 0",
+    ),
+    ({"comments": 10, "share": 0, "candidates": [[0.5, 1]]}, "share must be a number in (0, 1], not 0"),
+    (
+        {"comments": 10, "share": 0.5, "candidates": [[0.5, "false"]]},
+        "candidate 1: the verdict must be 0 or 1",
+    ),
+    ({"comments": 10, "share": 0.5, "candidates": [[0.2, 0], [1.5, 1]]}, "candidate 2: the score must be"),
+    ({"comments": 10, "share": 0.5, "candidates": [[0.2]]}, "candidate 1: not a [score, verdict] pair"),
+    ({"comments": True, "share": 0.5, "candidates": []}, "comments must be a whole number above 0, not True"),
+    ([1, 2], "an object with comments, share and candidates"),
+]
+
+
+@pytest.mark.parametrize(("data", "problem"), BAD_CALIBRATIONS)
+def test_a_calibration_no_run_can_use_is_refused_naming_the_file(
+    tmp_path: Path, data: object, problem: str
+) -> None:
+    path = tmp_path / "calibration.json"
+    path.write_bytes(orjson.dumps(data))
+    with pytest.raises(UserError) as raised:
+        read_calibration(path)
+    assert str(path) in str(raised.value) and problem in str(raised.value)
+
+
+def test_a_broken_shipped_calibration_is_one_line_from_cost_and_config(tmp_path: Path) -> None:
+    """A data folder whose calibration has no comments: `knowref60k cost` and `knowref60k config` say so
+    in one line each, naming the file, with no traceback."""
+    data = tmp_path / "data"
+    shutil.copytree(REPO / "data", data)
+    calibration = data / "scorer" / "calibration.json"
+    shipped = orjson.loads(calibration.read_bytes())
+    calibration.write_bytes(orjson.dumps({**shipped, "comments": 0}))
+    environment = {**os.environ, "KNOWREF60K_DATA_DIR": str(data)}
+    for command in ("cost", "config"):
+        run = subprocess.run(
+            [sys.executable, "-m", "knowref60k", command],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        lines = (run.stdout + run.stderr).strip().splitlines()
+        assert run.returncode == 2, (command, run.stdout, run.stderr)
+        assert lines == [
+            f"error: {calibration}: not a calibration file (comments must be a whole number "
+            "above 0, not 0); `knowref60k eval` writes one to copy there"
+        ], (command, lines)

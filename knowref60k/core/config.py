@@ -327,7 +327,9 @@ def _type_problem(name: str, value: Any, default: Any) -> str | None:
             ok, expected = False, "a whole number that fits in 64 bits"
     elif isinstance(default, float):
         ok, expected = isinstance(value, int | float) and not isinstance(value, bool), "a number"
-        if ok and not math.isfinite(value):
+        if ok and isinstance(value, int) and not -WIDEST_INT <= value < WIDEST_INT:
+            ok, expected = False, "a number that fits in 64 bits"
+        elif ok and not math.isfinite(value):
             ok, expected = False, "a finite number"
     elif isinstance(default, tuple):
         ok = isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)

@@ -7,6 +7,7 @@ default extraction finds in it with its out-of-fold validity score and its verdi
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +18,18 @@ import orjson
 from knowref60k.core.config import load_section
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import CALIBRATION
+
+# Seconds and prices past this are no run's (a million seconds is eleven days a vote); the expected
+# figures multiply them by votes and counts, and must stay finite.
+LARGEST = 1e6
+BOUNDED = (
+    "screening_vote_seconds",
+    "resolution_vote_seconds",
+    "cpu_seconds_per_million_comments",
+    "person_hour_price",
+    "cpu_hour_price",
+    "min_valid_per_million",
+)
 
 
 @dataclass(frozen=True)
@@ -38,18 +51,7 @@ class CostConfig:
     annotator_accuracy: float = 0.9
 
     def __post_init__(self) -> None:
-        negative = [
-            name
-            for name in (
-                "screening_vote_seconds",
-                "resolution_vote_seconds",
-                "cpu_seconds_per_million_comments",
-                "person_hour_price",
-                "cpu_hour_price",
-                "min_valid_per_million",
-            )
-            if getattr(self, name) < 0
-        ]
+        negative = [name for name in BOUNDED if getattr(self, name) < 0]
         if negative:
             values = ", ".join(f"{name} = {getattr(self, name)}" for name in negative)
             raise UserError(f"{values}: seconds, prices and yields cannot be negative")
@@ -59,6 +61,14 @@ class CostConfig:
             raise UserError(f"min_release_validity must be in [0, 1], not {self.min_release_validity}")
         if not 0.5 < self.annotator_accuracy <= 1:
             raise UserError(f"annotator_accuracy must be in (0.5, 1], not {self.annotator_accuracy}")
+        too_large = [name for name in BOUNDED if getattr(self, name) > LARGEST]
+        if too_large:
+            values = ", ".join(f"{name} = {getattr(self, name):g}" for name in too_large)
+            raise UserError(f"{values}: above {LARGEST:,.0f}, which no run can use")
+        if not (0 < len(self.currency) <= 8 and self.currency.isprintable() and not self.currency.isspace()):
+            raise UserError(
+                f"currency must be a code or symbol of 1 to 8 printable characters, not {self.currency!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -112,9 +122,39 @@ def read_calibration(path: Path = CALIBRATION) -> Calibration | None:
 def _read_calibration(path: Path, mtime_ns: int, size: int) -> Calibration:
     try:
         data = orjson.loads(path.read_bytes())
-        scored = [(float(score), bool(right)) for score, right in data["candidates"]]
-        return calibration_from(scored, int(data["comments"]), float(data["share"]))
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        problem = calibration_problem(data)
+    except orjson.JSONDecodeError as error:
+        problem = str(error)
+    if problem is not None:
         raise UserError(
-            f"{path}: not a calibration file ({error}); `knowref60k eval` writes one to copy there"
-        ) from None
+            f"{path}: not a calibration file ({problem}); `knowref60k eval` writes one to copy there"
+        )
+    scored = [(float(score), bool(right)) for score, right in data["candidates"]]
+    return calibration_from(scored, data["comments"], float(data["share"]))
+
+
+def calibration_problem(data: Any) -> str | None:
+    """What makes `data` no calibration: `comments` a whole number above 0, `share` in (0, 1], each
+    candidate a score in [0, 1] and a verdict 0 or 1 (true or false); None when nothing does."""
+    if not isinstance(data, dict) or not {"comments", "share", "candidates"} <= data.keys():
+        return "an object with comments, share and candidates"
+    comments, share, candidates = data["comments"], data["share"], data["candidates"]
+    if not (_is_number(comments) and isinstance(comments, int) and comments > 0):
+        return f"comments must be a whole number above 0, not {comments!r}"
+    if not (_is_number(share) and 0 < share <= 1):
+        return f"share must be a number in (0, 1], not {share!r}"
+    if not isinstance(candidates, list):
+        return "candidates must be a list of [score, verdict] pairs"
+    for number, candidate in enumerate(candidates, 1):
+        if not (isinstance(candidate, list) and len(candidate) == 2):
+            return f"candidate {number}: not a [score, verdict] pair: {candidate!r}"
+        score, verdict = candidate
+        if not (_is_number(score) and 0 <= score <= 1):
+            return f"candidate {number}: the score must be a number in [0, 1], not {score!r}"
+        if verdict not in (0, 1) or not isinstance(verdict, int):
+            return f"candidate {number}: the verdict must be 0 or 1 (or false or true), not {verdict!r}"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
