@@ -20,6 +20,7 @@ from knowref60k.core.console import make_console, print_error, render_funnel
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import PipelineStats
+from knowref60k.ingest.readers import check_input, detect_format
 from knowref60k.labelling.config import load_labelling_config
 from knowref60k.prepare.preparer import set_aside_path
 from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
@@ -138,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     if missing_inputs(console, args.inputs):
         return 2
     try:
-        # Every table checked (in one line when one is bad) before Prefect starts or a dump is read.
+        # Every table and input checked (in one line when one is bad) before Prefect starts or a dump is
+        # read: a task that fails logs its traceback through Prefect before the error reaches us.
         RunConfig.load(Path(args.config) if args.config else None)
+        for path in args.inputs:
+            check_input(Path(path))
+            detect_format(Path(path), args.input_format)
         result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
     except UserError as error:
         print_error(console, error)

@@ -70,6 +70,36 @@ def test_each_flow_has_its_help_and_one_line_mistakes_through_knowref60k(command
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        (("flow", "scale", "{dump}", "--shards=0"), "--shards must be at least 1, not 0"),
+        (("flow", "scale", "{dump}", "--shards=-3"), "--shards must be at least 1, not -3"),
+        (
+            ("flow", "scale", "{dump}", "--shards=99999999999999999999"),
+            "--shards 99999999999999999999: more shards than the 1,075 lines of",
+        ),
+        (("run", "{passwd}"), "cannot tell the format from the name"),
+    ],
+)
+def test_a_user_mistake_in_a_flow_is_one_line_before_any_work(
+    tmp_path: Path, arguments: tuple[str, ...], problem: str
+) -> None:
+    """Shard counts no dump can be cut into, and an input of no known format: one `error:` line, exit 2,
+    no traceback (neither ours nor Prefect's), and no shard written."""
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    dump = REPO.parent / "shared" / "data" / "reddit" / "RC_2005-12.zst"
+    given = [a.format(dump=dump, passwd=passwd) for a in arguments]
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
+    run = knowref60k(*given, "--out", str(tmp_path / "out"), env=env)
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and problem in lines[0]
+    assert not list((tmp_path / "out").rglob("*.zst"))
+
+
+@pytest.mark.integration
 def test_the_label_studio_commands_run_through_knowref60k(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     url = f"http://127.0.0.1:{free_port()}"

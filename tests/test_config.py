@@ -66,7 +66,11 @@ def test_bad_values_and_files_are_user_errors(tmp_path: Path) -> None:
         ("extract", 'sentence_end_chars = ""', "connectives and sentence_end_chars must not be empty"),
         ("prepare", "minhash_permutations = 100000000", "minhash_permutations from 16 to 1024"),
         ("prepare", "gender_ambiguity_share = 7", r"gender_ambiguity_share must be in \[0, 1\]"),
-        ("prepare", "validity_threshold = 3", "validity_threshold at most 1"),
+        (
+            "prepare",
+            "validity_threshold = 3",
+            "validity_threshold must be a score in .0, 1. or -1 .chosen by cost., not 3",
+        ),
     ],
 )
 def test_a_value_no_run_could_use_is_refused_naming_the_file(

@@ -330,3 +330,19 @@ def test_a_broken_shipped_calibration_is_one_line_from_cost_and_config(tmp_path:
             f"error: {calibration}: not a calibration file (comments must be a whole number "
             "above 0, not 0); `knowref60k eval` writes one to copy there"
         ], (command, lines)
+
+
+@pytest.mark.parametrize("where", ["option", "file"])
+def test_a_negative_threshold_other_than_the_cost_models_marker_is_refused(
+    tmp_path: Path, where: str
+) -> None:
+    """-1 leaves the threshold to the cost model; -0.5 is no score and no marker: one line, exit 2 (it
+    silently meant "chosen by cost")."""
+    config = write_config(tmp_path, "[prepare]\nvalidity_threshold = -0.5\n" if where == "file" else "")
+    arguments = ["prepare", str(tmp_path / "none.candidates.parquet"), "--out", str(tmp_path / "items")]
+    arguments += ["--config", str(config)] + (["--validity-threshold", "-0.5"] if where == "option" else [])
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    expected = "greater than or equal to 0" if where == "option" else "or -1 (chosen by cost), not -0.5"
+    assert expected in text, text

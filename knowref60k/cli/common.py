@@ -93,7 +93,7 @@ def add_forwarded(app: typer.Typer, name: str, target: str, summary: str) -> Non
     def command(context: typer.Context) -> None:
         module, function = target.split(":")
         main = getattr(importlib.import_module(module), function)
-        with as_its_own_program(context.command_path):
+        with as_its_own_program(context.command_path), user_errors():
             code = main(list(context.args))
         raise typer.Exit(code=code)
 

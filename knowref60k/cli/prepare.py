@@ -32,6 +32,7 @@ def prepare(
     validity_threshold: Annotated[
         float | None,
         typer.Option(
+            min=0,
             max=1,
             help="Set aside candidates scoring below this (default: [prepare] validity_threshold, else the "
             "level chosen by cost; 0 sends every candidate, e.g. of a *.below-threshold.parquet file).",

@@ -164,6 +164,10 @@ class ExtractConfig:
 MOST_PERMUTATIONS = 1024
 
 
+# A level left to the cost model (knowref60k.labelling.levels) in the file's tables.
+LEVEL_CHOSEN_BY_COST = -1.0
+
+
 @dataclass(frozen=True)
 class PrepareConfig:
     """De-duplication and perturbation settings. Its hash names a prepare run's outputs."""
@@ -174,9 +178,9 @@ class PrepareConfig:
     shingle_words: int = 3
     # A name borne by the other gender more than this share of the time is not drawn.
     gender_ambiguity_share: float = 0.1
-    # Candidates with a validity score below this are held back; a negative value: the level chosen by
-    # cost (knowref60k.labelling.levels, resolved by knowref60k.labelling.config.load_run_prepare_config).
-    validity_threshold: float = -1.0
+    # Candidates with a validity score below this are held back; -1: the level chosen by cost
+    # (knowref60k.labelling.levels, resolved by knowref60k.labelling.config.load_run_prepare_config).
+    validity_threshold: float = LEVEL_CHOSEN_BY_COST
 
     def __post_init__(self) -> None:
         if not 0 < self.near_duplicate_threshold <= 1:
@@ -188,10 +192,12 @@ class PrepareConfig:
                 f"shingle_words must be >= 1 and minhash_permutations from 16 to {MOST_PERMUTATIONS}, not "
                 f"{self.shingle_words}, {self.minhash_permutations}"
             )
-        if not 0 <= self.gender_ambiguity_share <= 1 or self.validity_threshold > 1:
+        if not 0 <= self.gender_ambiguity_share <= 1:
+            raise UserError(f"gender_ambiguity_share must be in [0, 1], not {self.gender_ambiguity_share}")
+        if not (0 <= self.validity_threshold <= 1 or self.validity_threshold == LEVEL_CHOSEN_BY_COST):
             raise UserError(
-                f"gender_ambiguity_share must be in [0, 1] and validity_threshold at most 1 (a score), not "
-                f"{self.gender_ambiguity_share}, {self.validity_threshold}"
+                f"validity_threshold must be a score in [0, 1] or -1 (chosen by cost), not "
+                f"{self.validity_threshold}"
             )
 
     def to_dict(self) -> dict[str, Any]:

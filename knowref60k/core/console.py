@@ -20,7 +20,8 @@ def make_console(stderr: bool = False) -> Console:
 
 
 def print_error(console: Console, message: object) -> None:
-    console.print(Text.assemble(("error: ", "bold red"), str(message)))
+    """One line, however narrow the terminal: a wrapped error reads as two."""
+    console.print(Text.assemble(("error: ", "bold red"), str(message)), soft_wrap=True)
 
 
 def render_funnel(stats: PipelineStats, title: str = "Funnel") -> Table:

@@ -47,6 +47,8 @@ def split_dump(source: Path, out_dir: Path, shards: int) -> list[Path]:
     if shards < 1:
         raise UserError(f"--shards must be at least 1, not {shards}")
     total = count_lines(source)
+    if shards > max(total, 1):
+        raise UserError(f"--shards {shards}: more shards than the {total:,} lines of {source}")
     size = -(-total // shards)
     stem = source.name.split(".")[0]
     out_dir.mkdir(parents=True, exist_ok=True)
