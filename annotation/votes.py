@@ -12,7 +12,9 @@ import orjson
 import pyarrow as pa
 
 from knowref60k.labelling.decisions import CHOICES
-from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE
+from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, NOT_ITS_AUTHOR
+
+from .labelstudio_app.labelstudio_contract import ANNOTATION_WRITER
 
 # How much of a refused result `refused-votes.jsonl` keeps.
 RESULT_SHOWN = 200
@@ -81,6 +83,14 @@ def annotator_of(annotation: Mapping[str, Any]) -> int:
     return int(completed_by["id"] if isinstance(completed_by, dict) else completed_by)
 
 
+def writer_of(annotation: Mapping[str, Any]) -> int | None:
+    """The account Label Studio recorded as the annotation's last writer (`updated_by`), which no request
+    can name: it is the account that made the request; None when none is recorded."""
+    writer = annotation.get(ANNOTATION_WRITER)
+    writer = writer.get("id") if isinstance(writer, Mapping) else writer
+    return writer if isinstance(writer, int) and not isinstance(writer, bool) else None
+
+
 @dataclass
 class ExportVotes:
     """The votes of an export, its counts, and the annotations refused with their reason (each as a vote
@@ -107,6 +117,11 @@ def votes_from_export(
                 counts.skipped += 1
                 continue
             choice, refusal = choice_of(annotation, identity if isinstance(identity, Mapping) else {}, stage)
+            if writer_of(annotation) != annotator_of(annotation):
+                shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
+                vote = _vote(stage, task, annotation, choice or shown, simulated_users)
+                refused.append(({**vote, "written_by": writer_of(annotation)}, NOT_ITS_AUTHOR))
+                continue
             if refusal is not None:
                 shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
                 refused.append((_vote(stage, task, annotation, shown, simulated_users), refusal))

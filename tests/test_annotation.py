@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pyarrow.parquet as pq
 import pytest
 
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
-from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, explain
+from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, NOT_ITS_AUTHOR, explain
 from knowref60k_annotation.accounts import Account, create_accounts, enrol, load_accounts, roles
 from knowref60k_annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
 from knowref60k_annotation.collect import collect
@@ -130,6 +131,7 @@ def annotation(
     return {
         "id": number,
         "completed_by": annotator,
+        "updated_by": annotator,
         "was_cancelled": cancelled,
         "lead_time": 3.5,
         "created_at": when,
@@ -404,6 +406,46 @@ def test_an_account_is_a_screener_or_a_resolver_never_both(
     ]
     refused = (tmp_path / "refused-votes.jsonl").read_text().splitlines()
     assert len(refused) == 1 and '"reason":"wrong_role"' in refused[0]
+
+
+@pytest.mark.integration
+def test_a_vote_posted_in_another_accounts_name_is_refused_and_its_own_counts(
+    project_settings: Settings, tmp_path: Path
+) -> None:
+    """A resolver posts four annotations naming four other resolvers as `completed_by` (Label Studio
+    takes them) and one of its own: only its own counts; the four are refused, each with its reason,
+    because Label Studio records the resolver, not the named account, as their writer."""
+    with LabelStudioClient(project_settings) as client:
+        client.push([item(0)], RESOLUTION, 5, seed=0)
+        project = client.existing_project(RESOLUTION)
+        forger, *victims = create_accounts(client, "resolver", 5)
+        session = AnnotatorSession(project_settings, forger)
+        task = session.next_task(project)
+        assert task is not None
+        label = next(k for k, v in task["data"]["answer_identity"].items() if v == "antecedent1")
+        result = [
+            {"from_name": "referent", "to_name": "sentence", "type": "choices", "value": {"choices": [label]}}
+        ]
+        for victim in victims:
+            posted = session.http.post(
+                f"/api/tasks/{task['id']}/annotations/",
+                json={"result": result, "completed_by": victim.user_id},
+            )
+            assert posted.status_code == 201, posted.text[:300]
+            assert posted.json()["completed_by"] == victim.user_id  # Label Studio took the name given
+        session.vote(task, "antecedent1", "referent")
+        session.close()
+        report = collect(client, tmp_path, CONFIG)
+    votes = pq.read_table(tmp_path / "votes.parquet").to_pylist()
+    assert [(v["annotator_id"], v["choice"]) for v in votes] == [(forger.user_id, "antecedent1")]
+    assert report["refused_votes"] == {NOT_ITS_AUTHOR: 4}
+    refused = [orjson.loads(line) for line in (tmp_path / "refused-votes.jsonl").read_bytes().splitlines()]
+    assert sorted(r["annotator_id"] for r in refused) == sorted(v.user_id for v in victims)
+    assert {r["written_by"] for r in refused} == {forger.user_id}
+    assert all(
+        line.endswith(f"written by another account ({forger.user_id}) than the one it names")
+        for line in report["refused_lines"]
+    )
 
 
 @pytest.mark.integration

@@ -16,6 +16,7 @@ from pathlib import Path
 from subprocess import DEVNULL
 
 import orjson
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -120,6 +121,34 @@ def test_release_counts_unique_items_by_id_when_two_items_files_hold_the_same(tm
     manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
     assert manifest["funnel"]["unique items"] == 3
     assert sum(manifest["splits"].values()) == 3
+
+
+@pytest.mark.parametrize("merge", ["the same collect twice", "two servers' votes"])
+def test_a_votes_file_holding_two_collects_is_refused_naming_the_row(tmp_path: Path, merge: str) -> None:
+    """Twice the same votes would double the counts and the cost; two servers' votes collide on their
+    annotators and annotation ids: one error line naming the file and the first repeated row."""
+    run = synthetic_run(tmp_path / "run", {"t3_a": 3})
+    path = run / "votes.parquet"
+    votes = pq.read_table(path).to_pylist()
+    if merge == "two servers' votes":  # another server's ids for other items' votes
+        other = [{**v, "item_id": f"{v['item_id']}-other", "task_id": v["task_id"] + 1} for v in votes]
+    else:
+        other = votes
+    pq.write_table(pa.Table.from_pylist(votes + other, schema=pq.read_schema(path)), path)
+    result = cli(
+        "release", "--run", str(run), "--votes", str(path), "--out", str(tmp_path / "r"), "--version", "v1"
+    )
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    what = (
+        "a vote of the same annotator on the same item"
+        if merge == "the same collect twice"
+        else "the same annotation"
+    )
+    assert len(lines) == 1 and str(path) in lines[0] and f"row {len(votes) + 1} repeats {what}" in lines[0], (
+        lines
+    )
+    assert not (tmp_path / "r" / "v1").exists()
 
 
 # D4: a damaged release -----------------------------------------------------------------------------------

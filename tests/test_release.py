@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -47,7 +48,10 @@ def vote(
         "stage": stage,
         "item_id": item,
         "task_id": 1,
-        "annotation_id": minute * 100 + annotator,
+        # Unique per stage, item, minute and annotator, as Label Studio's ids are per server.
+        "annotation_id": int(hashlib.sha256(f"{stage}/{item}".encode()).hexdigest()[:10], 16) * 10**6
+        + minute * 100
+        + annotator,
         "annotator_id": annotator,
         "choice": choice,
         "created_at": when,
@@ -510,6 +514,7 @@ def label_studio_export(items: list[dict[str, Any]], seeds: dict[str, int]) -> l
             {
                 "id": number * 10 + a,
                 "completed_by": a + 1,
+                "updated_by": a + 1,
                 "was_cancelled": False,
                 "lead_time": 4.0,
                 "created_at": f"2026-01-01T10:0{a}:00Z",

@@ -64,6 +64,13 @@ TASK_COLUMNS = (
     "created_at updated_at updated_by avg_lead_time draft_exists"
 ).split()
 ITEM_FILTER = {"filter": "filter:tasks:data.item_id", "operator": "equal", "type": "String", "value": "x"}
+# Who wrote an annotation (votes.py): `completed_by` is whatever the writer posts, `updated_by` the account
+# that made the request, set by the annotation API's create and update (each code below in its method).
+ANNOTATION_WRITER = "updated_by"
+WRITER_IS_THE_REQUESTER = {
+    "AnnotationsListAPI.perform_create": "'updated_by': user",
+    "AnnotationAPI.update": "updated_by=request.user",
+}
 # The environment variables server.py and database.py hand Label Studio: each must still be read by its
 # settings or its command line (which read NAME, or LABEL_STUDIO_NAME for some).
 ENVIRONMENT_VARIABLES = (
@@ -198,6 +205,18 @@ def _item_filter() -> str | None:
     return None
 
 
+def _writer() -> str | None:
+    import inspect
+
+    from tasks import api
+
+    for method, code in WRITER_IS_THE_REQUESTER.items():
+        view, name = method.split(".")
+        if code not in inspect.getsource(getattr(getattr(api, view), name)):
+            return f"{method} no longer sets {ANNOTATION_WRITER} to the requester ({code})"
+    return None
+
+
 def _environment() -> str | None:
     import label_studio
 
@@ -239,6 +258,7 @@ ASSUMPTIONS = (
     Assumption("sign-up form", _sign_up_form),
     Assumption("Data Manager columns", _columns),
     Assumption("Data Manager filter", _item_filter),
+    Assumption("annotation writer", _writer),
     Assumption("environment variables", _environment),
     Assumption("command line", _commands),
 )

@@ -19,6 +19,9 @@ STAGE_ROLES = {stage: role for role, stage in ROLE_STAGES.items()}
 NO_ROLE, WRONG_ROLE, SCREENED_THIS_ITEM = "no_role", "wrong_role", "screened_this_item"
 # An annotation whose result is not one choice of its stage's (any account can post one through the API).
 MALFORMED_RESULT, NOT_A_CHOICE = "malformed_result", "not_a_choice_of_the_stage"
+# An annotation another account wrote than the one it names as its author (`completed_by` is whatever the
+# writer posted; Label Studio records the writer itself as `updated_by`).
+NOT_ITS_AUTHOR = "not_its_author"
 
 
 @dataclass
@@ -59,6 +62,9 @@ def explain(vote: Mapping[str, Any], reason: str, email: str) -> str:
         return f"refused the {item}: the account is not a {STAGE_ROLES[vote['stage']]}"
     if reason in (MALFORMED_RESULT, NOT_A_CHOICE):
         return f"refused the {item}: its result is not one of the stage's choices ({vote['choice']})"
+    if reason == NOT_ITS_AUTHOR:
+        writer = vote.get("written_by")
+        return f"refused the {item}: written by another account ({writer or 'unknown'}) than the one it names"
     return (
         f"refused the {item}: that account screened the item, and screeners never resolve what they screened"
     )

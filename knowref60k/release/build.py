@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -207,13 +207,34 @@ def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any
     """The usable votes of a votes file and how many were left out, by reason; a file that is not
     Parquet or lacks a column is a UserError."""
     votes, rejected = [], Counter[str]()
-    for vote in read_rows(path, list(VOTE_COLUMNS), "votes"):
+    rows = list(read_rows(path, list(VOTE_COLUMNS), "votes"))
+    refuse_repeats(path, rows)
+    for vote in rows:
         problem = _vote_problem(vote, items)
         if problem:
             rejected[problem] += 1
         else:
             votes.append(vote)
     return votes, dict(sorted(rejected.items()))
+
+
+def refuse_repeats(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """A collect writes each (stage, item, annotator) and each annotation once: a file with a repeat holds
+    two collects, or two servers' votes, whose counts would double or whose annotators would collide."""
+    for key, what in (
+        (("stage", "item_id", "annotator_id"), "a vote of the same annotator on the same item"),
+        (("annotation_id",), "the same annotation"),
+    ):
+        seen: set[tuple[Any, ...]] = set()
+        for number, row in enumerate(rows, 1):
+            value = tuple(row[name] for name in key)
+            if value in seen:
+                shown = ", ".join(f"{name} {row[name]}" for name in key)
+                raise UserError(
+                    f"{path}: row {number} repeats {what} ({shown}): not one collect's votes "
+                    "(two collects or two servers' votes in one file?); release from one `annotate collect`"
+                )
+            seen.add(value)
 
 
 def _vote_problem(vote: Mapping[str, Any], items: Mapping[str, Any]) -> str | None:
