@@ -133,7 +133,7 @@ class Receiver:
             return self._count("ignored_action")
         project = payload.get("project")
         project = project.get("id") if isinstance(project, dict) else None
-        if not isinstance(project, int):
+        if type(project) is not int:  # not a bool either: true is no project id
             raise ValueError(f"{action} without a project id")
         stage = self.settler.stage_of(project)
         if stage is None:
@@ -141,14 +141,12 @@ class Receiver:
         if action == "ANNOTATIONS_DELETED":  # the payload names no task: the next sync reopens it
             return self._count("deletions_left_to_sync")
         annotation, task = payload.get("annotation"), payload.get("task")
-        if (
-            not isinstance(annotation, dict)
-            or not isinstance(task, dict)
-            or not isinstance(task.get("id"), int)
-        ):
+        if not isinstance(annotation, dict) or not isinstance(task, dict) or type(task.get("id")) is not int:
             raise ValueError(f"{action} without an annotation and its task")
-        if not isinstance(annotation.get("id"), int):
+        if type(annotation.get("id")) is not int:
             raise ValueError(f"{action}: an annotation without an id")
+        if not isinstance(annotation.get("updated_at"), str | None):
+            raise ValueError(f"{action}: an annotation whose updated_at is no time")
         with self._lock:
             key = (action, annotation.get("id"), annotation.get("updated_at"))
             if key in self._seen:

@@ -101,6 +101,11 @@ def test_the_receiver_queues_our_votes_once_and_refuses_what_is_not_a_vote() -> 
         {"action": None},
         {"action": "ANNOTATION_CREATED"},
         {**event(3), "task": {"id": "x"}},
+        {**event(3), "task": {"id": True}},
+        {**event(3), "annotation": {"id": True, "updated_at": "2026-01-01T00:00:00Z"}},
+        {**event(3), "annotation": {"id": 9, "updated_at": [1]}},  # unhashable: a traceback before
+        {**event(3), "annotation": {"id": 9, "updated_at": {"a": 1}}},
+        {**event(3), "project": {"id": True}},
         *malformed_projects,
     ):
         with pytest.raises(ValueError):
