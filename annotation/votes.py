@@ -113,14 +113,17 @@ def votes_from_export(
         identity = task["data"].get("answer_identity")
         for annotation in task.get("annotations") or []:
             counts.annotations += 1
-            if annotation.get("was_cancelled"):  # the annotator pressed Skip
-                counts.skipped += 1
-                continue
             choice, refusal = choice_of(annotation, identity if isinstance(identity, Mapping) else {}, stage)
-            if writer_of(annotation) != annotator_of(annotation):
+            writer, skipped = writer_of(annotation), bool(annotation.get("was_cancelled"))
+            # Another account's change, a skip included (it would silence the vote); a skip Label Studio
+            # stored without a writer is the author's own.
+            if writer != annotator_of(annotation) and not (skipped and writer is None):
                 shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
                 vote = _vote(stage, task, annotation, choice or shown, simulated_users)
-                refused.append(({**vote, "written_by": writer_of(annotation)}, NOT_ITS_AUTHOR))
+                refused.append(({**vote, "written_by": writer}, NOT_ITS_AUTHOR))
+                continue
+            if skipped:  # the annotator pressed Skip
+                counts.skipped += 1
                 continue
             if refusal is not None:
                 shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]

@@ -225,6 +225,31 @@ def test_votes_keep_the_latest_per_person_and_count_skips() -> None:
     assert wrong.votes == [] and [reason for _, reason in wrong.refused] == [NOT_A_CHOICE]
 
 
+def test_a_vote_or_skip_another_account_wrote_is_refused_and_an_own_skip_is_a_skip() -> None:
+    """Label Studio's `updated_by` is the account that last wrote the annotation: a vote written by
+    another account than its `completed_by`, or with no writer recorded, is refused; so is a skip another
+    account wrote over someone's vote (it would silence it); a skip by its author, or one stored without
+    a writer, is a skip."""
+    data = resolution_task(item(3), seed=0)["data"]
+    at = "2026-01-01T10:00:00Z"
+    annotations = [
+        annotation(1, "Karen", at, number=1),
+        {**annotation(2, "Karen", at, number=2), "updated_by": 7},  # posted by 7 in 2's name
+        {**annotation(3, "Karen", at, number=3), "updated_by": None},
+        {**annotation(4, "", at, cancelled=True, number=4), "updated_by": 7},  # 7 turned 4's vote into a skip
+        annotation(5, "", at, cancelled=True, number=5),
+        {**annotation(6, "", at, cancelled=True, number=6), "updated_by": None},
+        {**annotation(8, "Karen", at, number=8), "updated_by": {"id": 8}},
+    ]
+    read = votes_from_export([{"id": 9, "data": data, "annotations": annotations}], RESOLUTION, frozenset())
+    assert [v["annotator_id"] for v in read.votes] == [1, 8]
+    refused = [(vote["annotator_id"], vote["written_by"], reason) for vote, reason in read.refused]
+    assert refused == [(2, 7, NOT_ITS_AUTHOR), (3, None, NOT_ITS_AUTHOR), (4, 7, NOT_ITS_AUTHOR)]
+    assert read.counts.skipped == 2
+    line = explain(read.refused[0][0], NOT_ITS_AUTHOR, "resolver-2@x")
+    assert line.endswith("item-00003: written by another account (7) than the one it names")
+
+
 @pytest.mark.parametrize(
     "result",
     [
