@@ -130,8 +130,8 @@ def test_a_votes_file_holding_two_collects_is_refused_naming_the_row(tmp_path: P
     run = synthetic_run(tmp_path / "run", {"t3_a": 3})
     path = run / "votes.parquet"
     votes = pq.read_table(path).to_pylist()
-    if merge == "two servers' votes":  # another server's ids for other items' votes
-        other = [{**v, "item_id": f"{v['item_id']}-other", "task_id": v["task_id"] + 1} for v in votes]
+    if merge == "two servers' votes":  # another server's accounts, its annotation ids counted from 1 too
+        other = [{**v, "annotator_id": v["annotator_id"] + 100} for v in votes]
     else:
         other = votes
     pq.write_table(pa.Table.from_pylist(votes + other, schema=pq.read_schema(path)), path)

@@ -206,27 +206,27 @@ def prepared_items(path: Path) -> int:
 def read_votes(path: Path, items: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The usable votes of a votes file and how many were left out, by reason; a file that is not
     Parquet or lacks a column is a UserError."""
-    votes, rejected = [], Counter[str]()
-    rows = list(read_rows(path, list(VOTE_COLUMNS), "votes"))
-    refuse_repeats(path, rows)
-    for vote in rows:
+    usable, rejected = [], Counter[str]()
+    for number, vote in enumerate(read_rows(path, list(VOTE_COLUMNS), "votes"), 1):
         problem = _vote_problem(vote, items)
         if problem:
             rejected[problem] += 1
         else:
-            votes.append(vote)
-    return votes, dict(sorted(rejected.items()))
+            usable.append((number, vote))
+    refuse_repeats(path, usable)
+    return [vote for _, vote in usable], dict(sorted(rejected.items()))
 
 
-def refuse_repeats(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """A collect writes each (stage, item, annotator) and each annotation once: a file with a repeat holds
-    two collects, or two servers' votes, whose counts would double or whose annotators would collide."""
+def refuse_repeats(path: Path, votes: Sequence[tuple[int, Mapping[str, Any]]]) -> None:
+    """A collect writes each (stage, item, annotator) and each annotation once: a file whose usable votes
+    (each with its row number) repeat one holds two collects, or two servers' votes, whose counts would
+    double or whose annotators would collide."""
     for key, what in (
         (("stage", "item_id", "annotator_id"), "a vote of the same annotator on the same item"),
         (("annotation_id",), "the same annotation"),
     ):
         seen: set[tuple[Any, ...]] = set()
-        for number, row in enumerate(rows, 1):
+        for number, row in votes:
             value = tuple(row[name] for name in key)
             if value in seen:
                 shown = ", ".join(f"{name} {row[name]}" for name in key)
