@@ -118,16 +118,14 @@ def votes_from_export(
             # Another account's change, a skip included (it would silence the vote); a skip Label Studio
             # stored without a writer is the author's own.
             if writer != annotator_of(annotation) and not (skipped and writer is None):
-                shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
-                vote = _vote(stage, task, annotation, choice or shown, simulated_users)
+                vote = _vote(stage, task, annotation, choice or _shown(annotation), simulated_users)
                 refused.append(({**vote, "written_by": writer}, NOT_ITS_AUTHOR))
                 continue
             if skipped:  # the annotator pressed Skip
                 counts.skipped += 1
                 continue
             if refusal is not None:
-                shown = orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
-                refused.append((_vote(stage, task, annotation, shown, simulated_users), refusal))
+                refused.append((_vote(stage, task, annotation, _shown(annotation), simulated_users), refusal))
                 continue
             if choice is None:
                 counts.without_choice += 1
@@ -145,6 +143,11 @@ def votes_from_export(
     votes = sorted(latest.values(), key=lambda v: (v["item_id"], v["annotator_id"]))
     counts.votes = len(votes)
     return ExportVotes(votes, counts, refused)
+
+
+def _shown(annotation: Mapping[str, Any]) -> str:
+    """A refused annotation's result as given, shortened, in place of its choice."""
+    return orjson.dumps(annotation.get("result"), default=str).decode()[:RESULT_SHOWN]
 
 
 def _vote(

@@ -30,6 +30,9 @@ STEPS = (
     "the validity score (6 digits)",
 )
 PER_PART = 150  # sentences of each part of the gold set, the first in the file
+# numpy's AVX-512 code (`NPY_DISABLE_CPU_FEATURES` turns it off), which rounds some float32 and float64
+# functions differently from its AVX2 code.
+NUMPY_AVX512 = "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
 
 
 def digest_items(items: Sequence[GoldItem], per_part: int = PER_PART) -> list[GoldItem]:
@@ -47,7 +50,7 @@ def _sha256(data: bytes) -> str:
 
 def score_digests(items: Sequence[GoldItem], model_name: str) -> dict[str, Any]:
     """Each step's digest on `items` (their loose-rule candidates for the steps after spaCy's), computed
-    afresh, and how many candidates they made."""
+    afresh, how many candidates they made, and what decided this machine's arithmetic (`processor`)."""
     context = ExtractContext(TRAINING_CONFIG, model_name)
     pipeline = context.pipeline
     with pipeline.chunk_zone():
@@ -64,7 +67,7 @@ def score_digests(items: Sequence[GoldItem], model_name: str) -> dict[str, Any]:
     arrays = (tensor, design, trees, encoder, scores)
     digests = [_sha256(orjson.dumps(labels)), *(_sha256(np.ascontiguousarray(a).tobytes()) for a in arrays)]
     steps = dict(zip(STEPS, digests, strict=True))
-    return {"sentences": len(items), "candidates": len(found), "digests": steps}
+    return {"sentences": len(items), "candidates": len(found), "digests": steps, "processor": processor()}
 
 
 def differences(found: Mapping[str, Any], recorded: Mapping[str, Any]) -> list[str]:
