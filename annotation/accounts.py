@@ -1,27 +1,28 @@
-"""Annotator accounts and their roles.
+"""Annotator accounts: made as a person would sign up, each with one role on record (roster.py).
 
-Screeners see the original sentences, resolvers the renamed ones; an account that saw an original must
-never resolve its renamed twin, so every account has one role, for good. The record of accounts and roles
-is `annotators.json` in the server's state folder (mode 600: it holds the passwords of the accounts made
-here). Label Studio Community has no roles of its own: `collect` enforces them on the votes.
+Label Studio Community has no roles of its own: the Label Studio the pipeline runs is told each account's
+projects (knowref60k_gate.py), and `collect` enforces the roles on the votes everywhere.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import httpx
-import orjson
 
 from knowref60k.core.errors import ServiceUnavailable, UserError
-from knowref60k.labelling.separation import ROLE_STAGES
 
-from .labelstudio_app.labelstudio_contract import CSRF_COOKIE, CSRF_FIELD, SIGN_UP_FIELDS, SIGN_UP_PATH
-from .settings import Settings, write_private
+from .labelstudio_app.labelstudio_contract import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    INVITE_PARAMETER,
+    SIGN_UP_FIELDS,
+    SIGN_UP_PATH,
+)
+from .roster import Account, check_role, load_accounts, save_accounts
+from .settings import Settings
 
 if TYPE_CHECKING:
     from .client import LabelStudioClient
@@ -32,55 +33,6 @@ DOMAIN = "knowref60k.local"
 MAX_NEW_ACCOUNTS = 1000
 
 
-@dataclass(frozen=True)
-class Account:
-    email: str
-    password: str | None
-    user_id: int
-    role: str
-
-
-def accounts_file(settings: Settings) -> Path:
-    return settings.state_dir / "annotators.json"
-
-
-def load_accounts(settings: Settings) -> list[Account]:
-    path = accounts_file(settings)
-    if not path.exists():
-        return []
-    try:
-        return [Account(**entry) for entry in orjson.loads(path.read_bytes())]
-    except (orjson.JSONDecodeError, TypeError) as error:
-        raise UserError(f"{path}: not a list of annotator accounts ({error})") from None
-
-
-def roles(settings: Settings) -> dict[str, str]:
-    """email -> role of every account on record."""
-    return {account.email: account.role for account in load_accounts(settings)}
-
-
-def save_accounts(settings: Settings, accounts: list[Account]) -> None:
-    """Add or update accounts on record, refusing any that would change role."""
-    known = {account.email: account for account in load_accounts(settings)}
-    for account in accounts:
-        check_role(known, account.email, account.role)
-        known[account.email] = account
-    path = accounts_file(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = [asdict(account) for account in known.values()]
-    write_private(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
-
-
-def check_role(known: Mapping[str, Account], email: str, role: str) -> None:
-    if role not in ROLE_STAGES:
-        raise UserError(f"unknown role {role!r}: an annotator is a screener or a resolver")
-    if email in known and known[email].role != role:
-        raise UserError(
-            f"{email} is a {known[email].role}: an account screens or resolves, never both "
-            "(someone who saw an original sentence must not resolve its renamed twin)"
-        )
-
-
 def submit_form(session: httpx.Client, settings: Settings, path: str, email: str, password: str) -> int:
     """Fill in Label Studio's sign-up or login form as a browser does (with its CSRF cookie); the status
     of the answer (302 when it worked)."""
@@ -88,18 +40,20 @@ def submit_form(session: httpx.Client, settings: Settings, path: str, email: str
         session.get(path)
         email_field, password_field = SIGN_UP_FIELDS
         fields = {email_field: email, password_field: password, CSRF_FIELD: session.cookies[CSRF_COOKIE]}
-        referer = {"Referer": f"{settings.url}{path}"}
+        referer = {"Referer": f"{settings.url}{path.split('?')[0]}"}
         response = session.post(path, data=fields, headers=referer, follow_redirects=False)
     except httpx.TransportError as error:
         raise ServiceUnavailable(f"Label Studio is not reachable at {settings.url} ({error})") from None
     return response.status_code
 
 
-def sign_up(settings: Settings, email: str, password: str) -> None:
+def sign_up(settings: Settings, email: str, password: str, invite: str | None = None) -> None:
     """Create a working annotator the way a person would (the API's users.create leaves the user
-    outside the organization and ignores the password: docs/decisions.md, "Label Studio")."""
+    outside the organization and ignores the password: docs/decisions.md, "Label Studio"), with the
+    access gate's invitation when the server has one (knowref60k_gate.py)."""
+    path = SIGN_UP_PATH if invite is None else f"{SIGN_UP_PATH}?{urlencode({INVITE_PARAMETER: invite})}"
     with httpx.Client(base_url=settings.url, timeout=60) as session:
-        status = submit_form(session, settings, SIGN_UP_PATH, email, password)
+        status = submit_form(session, settings, path, email, password)
     if status != 302:
         raise UserError(f"signing up {email} failed: {status} (does the user exist already?)")
 
@@ -117,9 +71,10 @@ def create_accounts(client: LabelStudioClient, role: str, count: int, prefix: st
         number += 1
         if email not in taken:
             password = secrets.token_urlsafe(12)
-            sign_up(client.settings, email, password)
+            sign_up(client.settings, email, password, client.invitation())
             made.append(Account(email, password, client.user_id(email), role))
             save_accounts(client.settings, made[-1:])  # on record before the next: a stop loses none
+            client.grant_accounts(made[-1:])
     return made
 
 
@@ -136,9 +91,10 @@ def enrol(client: LabelStudioClient, email: str, role: str) -> Account:
     password = None
     if email not in users:
         password = secrets.token_urlsafe(12)
-        sign_up(client.settings, email, password)
+        sign_up(client.settings, email, password, client.invitation())
     account = Account(email, password, users.get(email) or client.user_id(email), role)
     save_accounts(client.settings, [account])
+    client.grant_accounts([account])
     return account
 
 
@@ -150,6 +106,7 @@ def ensure_accounts(client: LabelStudioClient, role: str, count: int, prefix: st
         for account in load_accounts(client.settings)
         if account.role == role and account.email.startswith(f"{prefix}{role}-") and account.email in present
     ]
+    client.grant_accounts(usable)
     if len(usable) < count:
         usable += create_accounts(client, role, count - len(usable), prefix)
     return sorted(usable, key=lambda account: account.email)[:count]

@@ -5,6 +5,7 @@ promote ITEMS     items screening accepted into resolution
 users             annotator accounts, per role
 collect           both stages' votes; decided tasks closed
 status            where the labelling stands
+forget-project    drop the record of a stage's vanished project, so that a push makes a new one
 examples ITEMS    decided screening tasks as judged examples for the validity score
 simulate          simulated annotators (demos and tests only)
 """
@@ -108,8 +109,9 @@ def users(
     ] = None,
 ) -> None:
     """Create annotator accounts of a role, or give existing ones a role; prints their logins."""
-    from .accounts import accounts_file, check_count, create_accounts, enrol
+    from .accounts import check_count, create_accounts, enrol
     from .client import LabelStudioClient
+    from .roster import accounts_file
 
     with one_line_errors():
         if not count and not email:
@@ -158,6 +160,34 @@ def _print_collect(report: dict[str, Any]) -> None:
         typer.echo(f"refused votes (also in refused-votes.jsonl): {report['refused_votes']}", err=True)
     if report["simulated_votes"]:
         typer.echo(f"NOTE: {report['simulated_votes']:,} of these votes are simulated")
+    for stage, projects in report["projects_gone"].items():
+        typer.echo(
+            f"WARNING: {stage} projects {projects} are gone; the votes seen in them still count", err=True
+        )
+    for stage, projects in report["lookalike_projects"].items():
+        typer.echo(
+            f"WARNING: projects {projects} look like the {stage} project but are not the pipeline's", err=True
+        )
+    if report["differences"]:
+        typer.echo(f"Label Studio differs from the pipeline's records: {report['differences']}", err=True)
+
+
+@annotate_app.command("forget-project")
+def forget_project(stage: Annotated[str, typer.Argument(help="screening or resolution.")]) -> None:
+    """Drop the record of the stage's project once it is gone from Label Studio, so that the next push
+    makes a new one (the votes seen in it stay in the records and still count)."""
+    from .client import LabelStudioClient
+
+    with one_line_errors():
+        if stage not in STAGES:
+            raise UserError(f"no stage {stage!r}; the stages are {', '.join(STAGES)}")
+        with LabelStudioClient(load_settings()) as client:
+            if client.find_project(stage) is not None:
+                raise UserError(
+                    f"the {stage} project {client.title(stage)!r} is still there; nothing to forget"
+                )
+            dropped = client.records.forget_project(client.title(stage))
+    typer.echo(f"forgot the {stage} project (id {dropped}); the next push makes a new one")
 
 
 @annotate_app.command()

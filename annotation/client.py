@@ -7,7 +7,6 @@ or ServiceUnavailable with what to do; local state is written only after the ser
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -21,8 +20,11 @@ from label_studio_sdk.core.api_error import ApiError
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k.labelling.separation import ROLE_STAGES
 
-from .labelstudio_app.labelstudio_contract import ITEM_FILTER, TASK_COLUMNS
+from .labelstudio_app.labelstudio_contract import GRANTS_PATH, TASK_COLUMNS
+from .records import Records
+from .roster import load_accounts
 from .settings import Settings, receiver_url, state_lock, webhook_secret
 from .tasks import TASK_BUILDERS
 from .webhooks import WebhookReview, WebhookSpec, review
@@ -119,6 +121,10 @@ class LabelStudioClient:
         self.webhook_changes: list[str] = []
         # Projects whose webhooks this client has reviewed (a long-lived client reviews a project once).
         self.reviewed: set[int] = set()
+        self.records = Records(settings)
+        self._own_id: int | None = None
+        self._no_gate = False
+        self._granted: set[int] = set()
 
     def __enter__(self) -> LabelStudioClient:
         return self
@@ -151,9 +157,45 @@ class LabelStudioClient:
         return self.settings.project[: TITLE_LIMIT - len(suffix)] + suffix
 
     def find_project(self, stage: str) -> Any | None:
+        """The stage's project by the id recorded when the pipeline made it (None when it is gone: see
+        `vanished`); before any is recorded, the project of that title the pipeline's own account made,
+        which is then recorded. A project of the same title made by another account is never used."""
         title = self.title(stage)
+        recorded = self.records.project(title)
+        if recorded is not None:
+            return self.call(self._unless_gone(self.sdk.projects.get), recorded)
+        found = next((project for project in self._titled(title) if self._made_by_us(project)), None)
+        if found is not None:
+            self.records.record_project(title, int(found.id))
+        return found
+
+    def vanished(self, stage: str) -> int | None:
+        """The recorded id of the stage's project when Label Studio no longer has it."""
+        recorded = self.records.project(self.title(stage))
+        if recorded is None or self.call(self._unless_gone(self.sdk.projects.get), recorded) is not None:
+            return None
+        return recorded
+
+    def gone_projects(self, stage: str) -> list[int]:
+        """The stage's projects the pipeline made that Label Studio no longer has: the recorded one when it
+        vanished, and those retired (`forget-project`)."""
+        vanished = self.vanished(stage)
+        return [*self.records.retired(self.title(stage)), *([vanished] if vanished is not None else [])]
+
+    def lookalikes(self, stage: str) -> list[int]:
+        """Projects titled as the stage's that are not the pipeline's (made by another account)."""
+        ours = self.records.project(self.title(stage))
+        return sorted(int(p.id) for p in self._titled(self.title(stage)) if int(p.id) != ours)
+
+    def _titled(self, title: str) -> list[Any]:
         projects: list[Any] = self.call(lambda: list(self.sdk.projects.list(title=title)))
-        return next((project for project in projects if project.title == title), None)
+        return [project for project in projects if project.title == title]
+
+    def _made_by_us(self, project: Any) -> bool:
+        if self._own_id is None:
+            self._own_id = int(self.call(self.sdk.users.whoami).id)
+        maker = project.created_by
+        return maker is not None and int(maker.id or -1) == self._own_id
 
     def ensure_project(self, stage: str, initial_overlap: int) -> int:
         """The stage's project id, creating it if it does not exist, with the annotators' data-manager
@@ -163,6 +205,7 @@ class LabelStudioClient:
         imported into an older project that admits more get their overlap set one by one."""
         project = self.find_project(stage)
         if project is None:
+            self._refuse_vanished(stage)
             spec = STAGE_PROJECTS[stage]
             project = self.call(
                 self.sdk.projects.create,
@@ -178,7 +221,9 @@ class LabelStudioClient:
                 show_collab_predictions=False,
             )
             log.info("created project %s (%s)", project.id, self.title(stage))
+            self.records.record_project(self.title(stage), int(project.id or 0))
         project_id = int(project.id or 0)
+        self.grant_project(project_id, stage)
         if project.sampling != self.sampling:
             self.call(self.sdk.projects.update, project_id, sampling=self.sampling)
         if project.maximum_annotations != initial_overlap:
@@ -187,6 +232,16 @@ class LabelStudioClient:
         if project_id not in self.reviewed:
             self.review_webhooks([project_id])
         return project_id
+
+    def _refuse_vanished(self, stage: str) -> None:
+        gone = self.vanished(stage)
+        if gone is not None:
+            raise UserError(
+                f"the {stage} project the pipeline made at {self.settings.url} (id {gone}) is gone "
+                f"(deleted in Label Studio?); the votes seen in it are kept in "
+                f"{self.settings.state_dir / 'records'}; to start a new project: "
+                f"knowref60k annotate forget-project {stage}"
+            )
 
     @property
     def sampling(self) -> str:
@@ -255,6 +310,7 @@ class LabelStudioClient:
     def existing_project(self, stage: str) -> int:
         found = self.find_project(stage)
         if found is None:
+            self._refuse_vanished(stage)
             raise UserError(
                 f"project {self.title(stage)!r} not found at {self.settings.url} (deleted?); "
                 "push items first: knowref60k annotate push ITEMS..."
@@ -290,7 +346,7 @@ class LabelStudioClient:
         """Import items not yet in the stage's project, in batches. The server is the record of what is
         there, so a push that was interrupted (or repeated) imports only what is missing."""
         project = self.ensure_project(stage, initial_overlap)
-        present = {task["data"]["item_id"] for task in self.export(project)}
+        present = {task.item_id for task in self.records.tasks_of(project).values()}
         total = pushed = 0
         missing: list[Mapping[str, Any]] = []
         for item in items:
@@ -305,24 +361,29 @@ class LabelStudioClient:
         return PushReport(total, total - pushed, pushed, len(present))
 
     def import_tasks(self, project: int, stage: str, items: list[Mapping[str, Any]], seed: int) -> int:
-        """The items as tasks of the stage; returns how many were imported."""
+        """The items as tasks of the stage, recorded with the data given them; returns how many were
+        imported. Community's synchronous import answers with the new tasks' ids, in the order sent."""
         tasks = [_with_priority(TASK_BUILDERS[stage](item, seed), item) for item in items]
         result = self.call(self.sdk.projects.import_tasks, project, request=tasks, return_task_ids=True)
+        task_ids = [int(task_id) for task_id in getattr(result, "task_ids", None) or []]
+        if len(task_ids) != len(tasks):
+            raise UserError(
+                f"Label Studio at {self.settings.url} imported {result.task_count} tasks into project "
+                f"{project} but named {len(task_ids)} of {len(tasks)}: the pipeline cannot record them, "
+                "their votes would be refused (only Community's synchronous import is supported)"
+            )
+        given = [(task_id, task["data"]) for task_id, task in zip(task_ids, tasks, strict=True)]
+        self.records.record_tasks(project, stage, given)
         log.info("imported %d tasks", result.task_count)
         overlap = self.overlap_at_import.get(project)
-        # Community's synchronous import answers with the new tasks' ids.
-        for task_id in getattr(result, "task_ids", None) or [] if overlap else []:
+        for task_id in task_ids if overlap else []:
             self.call(self.sdk.tasks.update, str(task_id), overlap=overlap)
         return int(result.task_count or 0)
 
     def has_item(self, project: int, item_id: str) -> bool:
-        """Whether the project holds a task of the item (one filtered query, not an export)."""
-        condition = {**ITEM_FILTER, "value": item_id}
-        query = json.dumps({"filters": {"conjunction": "and", "items": [condition]}})
-        found: list[Any] = self.call(
-            lambda: list(self.sdk.tasks.list(project=project, query=query, fields="task_only", page_size=10))
-        )
-        return any(task.data.get("item_id") == item_id for task in found)
+        """Whether the pipeline imported a task of the item into the project (by its records: a task's
+        data in Label Studio can be changed by any account)."""
+        return self.records.task_of_item(project, item_id) is not None
 
     # ---- closing ----
 
@@ -331,6 +392,57 @@ class LabelStudioClient:
         has, and labelled (changing only the overlap leaves it in the data manager's next-task path).
         Reopening raises the overlap above them."""
         self.call(self.sdk.tasks.update, str(task_id), overlap=overlap, is_labeled=closed)
+
+    # ---- the access gate of the Label Studio the pipeline runs (knowref60k_gate.py) ----
+
+    def _gate(self, method: str, body: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The gate's answer; None from a Label Studio without it (one the pipeline does not run)."""
+        if self._no_gate:
+            return None
+        try:
+            answer = httpx.request(
+                method,
+                f"{self.api_url.rstrip('/')}{GRANTS_PATH}",
+                json=body,
+                headers={"Authorization": f"Token {self.settings.api_key}"},
+                timeout=60,
+            )
+        except httpx.TransportError as error:
+            raise ServiceUnavailable(f"Label Studio is not reachable at {self.api_url} ({error})") from None
+        if answer.status_code == 404:
+            log.info("no access gate at %s: its accounts are not confined to their stage", self.api_url)
+            self._no_gate = True
+            return None
+        if answer.status_code != 200:
+            raise UserError(
+                f"the access gate at {self.api_url} answered {answer.status_code}: {answer.text[:200]}"
+            )
+        found: dict[str, Any] = answer.json()
+        return found
+
+    def invitation(self) -> str | None:
+        """The gate's sign-up invitation code, which only the pipeline's account can read."""
+        found = self._gate("GET")
+        return None if found is None else str(found["invite"])
+
+    def grant_accounts(self, accounts: Iterable[Any]) -> None:
+        """Let each account open the pipeline's project of its role's stage (when there is one yet)."""
+        granted = {}
+        for account in accounts:
+            project = self.records.project(self.title(ROLE_STAGES[account.role]))
+            if project is not None:
+                granted[str(account.user_id)] = [project]
+        if granted:
+            self._gate("POST", {"projects_of_user": granted})
+
+    def grant_project(self, project: int, stage: str) -> None:
+        """Let every account on record whose role is the stage's open the project."""
+        if project in self._granted:
+            return
+        accounts = [a for a in load_accounts(self.settings) if ROLE_STAGES[a.role] == stage]
+        if accounts:
+            self._gate("POST", {"projects_of_user": {str(a.user_id): [project] for a in accounts}})
+        self._granted.add(project)
 
     # ---- people ----
 

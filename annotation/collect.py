@@ -8,7 +8,7 @@ state after closing), `refused-votes.jsonl` (each refused vote with its reason) 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,13 @@ from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import STAGES, distinct_votes
 from knowref60k.labelling.separation import explain, separate
 
-from .accounts import SIMULATED_PREFIX, roles
+from .accounts import SIMULATED_PREFIX
 from .client import LabelStudioClient
+from .ledger import VoteLedger
+from .roster import roles
 from .tasks import CAREFUL
-from .votes import VOTE_SCHEMA, VoteCounts, votes_from_export
+from .trusted import trusted_votes
+from .votes import VOTE_SCHEMA, VoteCounts
 
 TASK_SCHEMA = pa.schema(
     [
@@ -46,24 +49,28 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
     explaining each refused vote under `refused_lines`."""
     emails = {user["id"]: user["email"] for user in client.users()}
     simulated = frozenset(uid for uid, email in emails.items() if email.startswith(SIMULATED_PREFIX))
-    projects = {stage: found for stage in STAGES if (found := client.find_project(stage)) is not None}
-    if not projects:
+    live = {stage: int(found.id) for stage in STAGES if (found := client.find_project(stage)) is not None}
+    gone = [(stage, project) for stage in STAGES for project in client.gone_projects(stage)]
+    if not live and not gone:
         raise UserError(
-            f"no knowref60k project at {client.settings.url} named {client.settings.project!r} (deleted?); "
+            f"no knowref60k project at {client.settings.url} named {client.settings.project!r}; "
             "push items first: knowref60k annotate push ITEMS..."
         )
     try:
-        webhooks = client.review_webhooks([int(project.id) for project in projects.values()])
+        webhooks = client.review_webhooks(list(live.values()))
     except UserError as error:  # the votes come first: the next sync reviews them again
         webhooks = [f"webhooks not reviewed: {error}"]
-    exported = {stage: client.export(int(project.id)) for stage, project in projects.items()}
-    states = {stage: task_states(client, int(project.id), stage) for stage, project in projects.items()}
-    counts, votes, malformed = VoteCounts(), [], []
-    for stage, tasks in exported.items():
-        read = votes_from_export(tasks, stage, simulated)
-        votes += read.votes
-        malformed += read.refused
-        counts.add(read.counts)
+    exported = {stage: client.export(project) for stage, project in live.items()}
+    states = {stage: task_states(client, project, stage) for stage, project in live.items()}
+    counts, votes, malformed, differences = VoteCounts(), [], [], Counter[str]()
+    ledger = VoteLedger(client.settings)
+    for stage, project in [*live.items(), *gone]:
+        export = exported.get(stage) if live.get(stage) == project else None
+        found = trusted_votes(client.records, ledger, stage, project, export, simulated)
+        votes += found.read.votes
+        malformed += found.read.refused
+        counts.add(found.read.counts)
+        differences.update({f"{stage}.{kind}": n for kind, n in found.differences.items()})
     role_by_email = roles(client.settings)
     separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()})
     separated.refused[:0] = malformed
@@ -80,10 +87,17 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
     ]
     _write_refused(out_dir / "refused-votes.jsonl", separated.refused, emails)
     report = {
-        "projects": {stage: int(project.id) for stage, project in projects.items()},
+        "projects": {stage: project for stage, project in live.items()},
+        "projects_gone": {stage: [p for named, p in gone if named == stage] for stage, _ in gone},
+        "lookalike_projects": {stage: ids for stage in STAGES if (ids := client.lookalikes(stage))},
+        "differences": dict(sorted(differences.items())),
         **counts.to_dict(),
         "votes": len(separated.accepted),
-        "votes_by_stage": {stage: sum(v["stage"] == stage for v in separated.accepted) for stage in projects},
+        "votes_by_stage": {
+            stage: sum(v["stage"] == stage for v in separated.accepted)
+            for stage in STAGES
+            if stage in live or any(stage == named for named, _ in gone)
+        },
         "refused_votes": separated.counts(),
         "closed_tasks": closed,
         **changes,
@@ -96,28 +110,31 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
 
 
 def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dict[str, Any]]:
-    """Every task of the project with its queue state (the export does not carry it)."""
+    """Every task of the project the pipeline recorded, with its queue state (the export does not carry
+    it); item and careful flag from the records."""
+    recorded = client.records.tasks_of(project)
     listed: list[Any] = client.call(
         lambda: list(client.sdk.tasks.list(project=project, fields="task_only", page_size=1000))
     )
     return [
         {
             "stage": stage,
-            "item_id": task.data["item_id"],
+            "item_id": known.item_id,
             "task_id": int(task.id),
             "is_labeled": bool(task.is_labeled),
             "overlap": int(task.overlap or 0),
             "annotators": int(task.total_annotations or 0),
-            "careful": bool(task.data.get(CAREFUL)),
+            "careful": bool(known.data.get(CAREFUL)),
         }
         for task in listed
+        if (known := recorded.get(int(task.id))) is not None
     ]
 
 
-def annotated(tasks: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """item -> the annotations (skips left out) an export holds of its task."""
+def annotated(tasks: Iterable[Mapping[str, Any]]) -> dict[int, int]:
+    """task -> the annotations (skips left out) an export holds of it."""
     return {
-        task["data"]["item_id"]: sum(not a.get("was_cancelled") for a in task.get("annotations") or [])
+        int(task["id"]): sum(not a.get("was_cancelled") for a in task.get("annotations") or [])
         for task in tasks
     }
 
@@ -127,7 +144,7 @@ def apply_queue_states(
     tasks: list[dict[str, Any]],
     votes: Iterable[Mapping[str, Any]],
     config: LabellingConfig,
-    exported: Mapping[str, int],
+    exported: Mapping[int, int],
 ) -> dict[str, int]:
     """Set every task to the queue state its accepted votes call for: closed once decided (an audit item
     once it has all its votes), else admitting its votes plus the further votes its rule can still use.
@@ -144,7 +161,7 @@ def apply_queue_states(
             by_item[vote["item_id"]].append(vote)
     changed = {"closed": 0, "reopened": 0, "overlap_set": 0}
     for task in tasks:
-        held = exported.get(task["item_id"], 0)
+        held = exported.get(task["task_id"], 0)
         if task["annotators"] > held:
             changed["moving"] = changed.get("moving", 0) + 1
             continue

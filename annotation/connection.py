@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from knowref60k.labelling.labelstudio_table import without_password
 from knowref60k.settings.effective import Setting
 
 from .server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE, LABEL_STUDIO
@@ -41,7 +42,7 @@ IN_ENV_FILE = {"LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWO
 
 
 def connection_settings(config_path: Path | None = None) -> list[Setting]:
-    """Each connection setting with its origin; a secret shows as `***`."""
+    """Each connection setting with its origin; a secret shows as `***`, so does a URL's password."""
     env_file = read_env_file(ENV_FILE)
     env_file_origin = f"environment {ENV_FILE_VARIABLE}" if os.environ.get(ENV_FILE_VARIABLE) else "default"
     rows = [Setting("connection", "env_file", str(ENV_FILE), env_file_origin)]
@@ -52,5 +53,6 @@ def connection_settings(config_path: Path | None = None) -> list[Setting]:
             value, origin = os.environ[variable], f"environment {variable}"
         elif variable in IN_ENV_FILE and env_file.get(variable):
             value, origin = env_file[variable], f"file {ENV_FILE}"
-        rows.append(Setting("connection", key, "***" if secret and value else value, origin))
+        shown = "***" if secret and value else without_password(value) if value else value
+        rows.append(Setting("connection", key, shown, origin))
     return rows

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import dataclasses
 import hmac
+import io
 import logging
 import os
 import signal
@@ -44,6 +45,7 @@ from knowref60k.labelling.decisions import STAGES
 from knowref60k.labelling.slots import QueueState
 
 from .client import LabelStudioClient
+from .doorman import HEAD_SECONDS, Doorman
 from .server import RECEIVER, Background, settle_url
 from .settings import (
     SECRET_HEADER,
@@ -67,6 +69,7 @@ MAX_BODY = 4 * 2**20
 MAX_CONNECTIONS = 128
 IDLE_SECONDS = 10.0
 CONNECTION_SECONDS = 60.0
+BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 # The settle times reported are those of the last this many events.
 TIMED = 10_000
 # Where an event's arrival time is kept in the queue (a key no webhook payload has).
@@ -212,9 +215,10 @@ class Receiver:
 
 
 class ReceiverServer(ThreadingHTTPServer):
-    """A thread per connection, at most `max_connections` of them, each open at most `deadline` seconds: a
-    connection past the bound is closed at once and one past its deadline is cut, both counted, so that
-    neither a flood of silent connections nor a few that trickle a byte at a time hold the threads."""
+    """Connections wait at the door (doorman.py) until their head is in; those let through get a thread
+    each, at most `max_connections` of them, each open at most `deadline` seconds: one past the bound is
+    answered 503 at once and one past its deadline is cut, both counted, so that neither a flood of silent
+    connections nor a few that trickle a byte at a time hold the threads."""
 
     daemon_threads = True
     request_queue_size = MAX_CONNECTIONS  # the listen backlog: a burst of votes is not refused by the kernel
@@ -226,6 +230,7 @@ class ReceiverServer(ThreadingHTTPServer):
         receiver: Receiver,
         max_connections: int = MAX_CONNECTIONS,
         deadline: float = CONNECTION_SECONDS,
+        head_seconds: float = HEAD_SECONDS,
     ) -> None:
         super().__init__(address, handler)
         self.receiver = receiver
@@ -234,16 +239,29 @@ class ReceiverServer(ThreadingHTTPServer):
         self._opened: dict[Any, float] = {}
         self._opened_lock = threading.Lock()
         self._closed = threading.Event()
+        self.heads: dict[Any, bytes] = {}
+        self.doorman = Doorman(
+            SECRET_HEADER, receiver.secret, self._admit, receiver._count, head_seconds=head_seconds
+        )
         threading.Thread(target=self._cut_late_connections, name="deadlines", daemon=True).start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        self.doorman.add(request, client_address)
+
+    def _admit(self, request: Any, client_address: Any, head: bytes) -> None:
         if not self._slots.acquire(blocking=False):
             self.receiver._count("connections_refused")
+            with contextlib.suppress(OSError):
+                request.sendall(BUSY)
             self.shutdown_request(request)
             return
+        self.heads[request] = head
         try:
-            super().process_request(request, client_address)
+            threading.Thread(
+                target=self.process_request_thread, args=(request, client_address), daemon=True
+            ).start()
         except Exception:
+            self.heads.pop(request, None)
             self._slots.release()
             raise
 
@@ -271,6 +289,7 @@ class ReceiverServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         self._closed.set()
+        self.doorman.close()
         super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -280,6 +299,23 @@ class ReceiverServer(ThreadingHTTPServer):
             log.debug("%s hung up before the answer", client_address)
             return
         super().handle_error(request, client_address)
+
+
+class Replayed(io.RawIOBase):
+    """A connection's bytes as a file, starting with those already read from it."""
+
+    def __init__(self, head: bytes, connection: socket.socket) -> None:
+        self.head, self.connection = memoryview(head), connection
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.head:
+            size = min(len(buffer), len(self.head))
+            buffer[:size], self.head = self.head[:size], self.head[size:]
+            return size
+        return self.connection.recv_into(buffer)
 
 
 def claimed_state(task: dict[str, Any]) -> QueueState | None:
@@ -293,6 +329,12 @@ def claimed_state(task: dict[str, Any]) -> QueueState | None:
 def handler_for(receiver: Receiver, idle_seconds: float = IDLE_SECONDS) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         timeout = idle_seconds
+
+        def setup(self) -> None:
+            """Read the head the door already took in (doorman.py) before the rest of the connection."""
+            super().setup()
+            head = self.server.heads.pop(self.connection, b"")  # type: ignore[attr-defined]
+            self.rfile = io.BufferedReader(Replayed(head, self.connection))
 
         def do_POST(self) -> None:
             if not receiver.authorised(self.headers.get(SECRET_HEADER)):

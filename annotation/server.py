@@ -32,7 +32,6 @@ from .labelstudio_app.labelstudio_contract import (
     INIT_COMMAND,
     READ_FROM_VERSION,
     SETTINGS_MODULE,
-    start_command,
 )
 from .settings import REPO, Settings, demo_settings, load_settings, receiver_url
 from .webhooks import banned_networks
@@ -193,8 +192,7 @@ class Server(Background):
         private_dir(self.data_dir.parent)
         private_dir(self.data_dir)
         environment = self.environment()
-        if self.multiprocess:
-            self.initialise(environment)
+        self.initialise(environment)
         self.wait_healthy(self.spawn(self.command(), environment), self.healthy, timeout)
         note = self.start_settle_worker(environment, timeout) if self.multiprocess else ""
         started = f"Label Studio started at {self.settings.url} (log: {self.log_file}){note}"
@@ -230,10 +228,10 @@ class Server(Background):
         return ""
 
     def command(self, workers: int | None = None) -> list[str]:
-        """Label Studio's own server; when multiprocess, its application under gunicorn with `workers`
-        processes, as its production image runs it (docs/labelling-operations.md)."""
-        if not self.multiprocess:
-            return [str(LABEL_STUDIO), *start_command("127.0.0.1", self.settings.port)]
+        """Label Studio's application with the pipeline's access gate (knowref60k_gate.py) under gunicorn,
+        as its production image runs it (docs/labelling-operations.md): `workers` processes when
+        multiprocess, else one (SQLite takes one writer at a time)."""
+        workers = workers or (self.settings.workers if self.multiprocess else 1)
         return [
             str(LABEL_STUDIO.parent / "gunicorn"),
             f"{APPLICATION_MODULE}:application",
@@ -242,7 +240,7 @@ class Server(Background):
             # Label Studio imports its apps by their own names (`projects`, `tasks`), as `start` does.
             *("--pythonpath", f"{label_studio_package_dir()},{APPLICATION_DIR}"),
             *("--bind", f"127.0.0.1:{self.settings.port}"),
-            *("--workers", str(workers or self.settings.workers), "--worker-class", "gthread"),
+            *("--workers", str(workers), "--worker-class", "gthread"),
             *("--threads", str(THREADS), "--timeout", "120"),
         ]
 
@@ -326,10 +324,17 @@ def check_contract() -> int:
     (`-P`: the modules beside the contract must not shadow its apps); its lines printed as they come."""
     if not LABEL_STUDIO.exists():
         raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
-    note = version_note(installed_label_studio(LABEL_STUDIO))
+    python = LABEL_STUDIO.parent / "python"
+    installed = installed_label_studio(LABEL_STUDIO)
+    if installed is None or not python.exists():
+        raise RuntimeError(
+            f"{LABEL_STUDIO} is not the command of a Label Studio environment (no label-studio installed "
+            f"beside it, or no {python}): run `make labelstudio`, or point KNOWREF60K_LABELSTUDIO_BIN at one"
+        )
+    note = version_note(installed)
     if note:
         print(f"warning: {note}", file=sys.stderr)
-    return subprocess.run([str(LABEL_STUDIO.parent / "python"), "-P", str(CONTRACT)], check=False).returncode
+    return subprocess.run([str(python), "-P", str(CONTRACT)], check=False).returncode
 
 
 def label_studio_package_dir() -> Path:

@@ -9,7 +9,6 @@ queue states to every task, and so repairs whatever a settle missed.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -22,8 +21,9 @@ from knowref60k.labelling.quality import is_control
 from knowref60k.labelling.separation import ROLE_STAGES
 from knowref60k.labelling.slots import QueueState
 
-from .accounts import roles
 from .client import LabelStudioClient, read_items
+from .ledger import VoteLedger
+from .roster import roles
 from .settings import state_lock
 from .tasks import CAREFUL, ORDER_SEED
 from .votes import votes_from_export
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"
 # What a settle did with an event whose task is not in its stage's project (forged, or since deleted).
 NOT_OURS = "not_in_project"
-# Tasks whose project and data are kept: far more than are being labelled at once.
-REMEMBERED_TASKS = 200_000
 
 
 def promotion_lock(client: LabelStudioClient) -> AbstractContextManager[None]:
@@ -61,12 +59,6 @@ class ItemIndex:
         return self._rows.get(item_id)
 
 
-@dataclass(frozen=True)
-class StoredTask:
-    project: int | None
-    data: dict[str, Any]
-
-
 class Settler:
     """Applies votes to their tasks on one Label Studio server, with the labelling config's rules."""
 
@@ -78,8 +70,7 @@ class Settler:
         self.items = ItemIndex(tuple(items))
         self.projects: dict[int, str] = {}
         self.role_of: dict[int, str | None] = {}
-        self.tasks: dict[int, StoredTask] = {}
-        self._tasks_lock = threading.Lock()
+        self.ledger = VoteLedger(client.settings)
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -95,48 +86,35 @@ class Settler:
         return self.role_of.get(annotator)
 
     def settle(self, task_id: int, stage: str, claimed: QueueState | None = None) -> str:
-        """Settle a task after a webhook named it: read its votes from Label Studio with the pipeline's
-        token, decide it from those its annotators' roles allow, promote it when screening accepted it, then
-        close it or set its overlap to its votes plus the further votes its rule can still use. Returns
-        what changed. The event is only a hint: what is acted on is read back (the task's project and data
-        on its first event, its annotations at every one), so a forged or replayed event costs a read and
-        changes nothing the stored votes do not call for. `claimed`, the task's state as the event gives
-        it, only spares a write that would change nothing."""
-        stored = self.stored_task(task_id)
-        if stored is None or stored.project != self.project_of(stage):
+        """Settle a task after a webhook named it: read its annotations from Label Studio with the pipeline's
+        token and add them to the ledger, decide it from the votes as first seen that its annotators' roles
+        allow, promote it when screening accepted it, then close it or set its overlap to its votes plus the
+        further votes its rule can still use. Returns what changed. The event is only a hint: the task's
+        project, item and answers are the pipeline's records, its annotations are read back, so a forged or
+        replayed event costs a read and changes nothing the stored votes do not call for. `claimed`, the
+        task's state as the event gives it, only spares a write that would change nothing."""
+        project = self.project_of(stage)
+        stored = None if project is None else self.client.records.task(project, task_id)
+        if stored is None:
             return NOT_OURS
-        annotations = [a for a in self.client.annotations(task_id) if not a.get("was_cancelled")]
+        now = self.client.annotations(task_id)
+        self.ledger.observe(stored.project, [(task_id, now)])
+        first = self.ledger.seen(stored.project, [task_id]).first_by_task.get(task_id, [])
         votes = votes_from_export(
-            [{"id": task_id, "data": stored.data, "annotations": annotations}], stage, frozenset()
+            [{"id": task_id, "data": stored.data, "annotations": first}], stage, frozenset()
         ).votes
         allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
-        item_id, careful = str(stored.data["item_id"]), bool(stored.data.get(CAREFUL))
+        item_id, careful = stored.item_id, bool(stored.data.get(CAREFUL))
         decision = decide(item_id, allowed, self.config.rule(stage, careful))
         if stage == SCREENING and decision.status == SCREENED_VALID and not is_control(item_id):
             self.promote(item_id)
         choices = [vote["choice"] for vote in (*decision.votes, *decision.late)]
-        state = self.config.queue_state(stage, item_id, choices, len(annotations), careful)
+        held = sum(not annotation.get("was_cancelled") for annotation in now)
+        state = self.config.queue_state(stage, item_id, choices, held, careful)
         if state == claimed:
             return UNCHANGED
         self.client.set_queue_state(task_id, state.overlap, state.closed)
         return CLOSED if state.closed else RAISED
-
-    def stored_task(self, task_id: int) -> StoredTask | None:
-        """The task's project and data as Label Studio stores them, read once per task (the pipeline
-        never changes them); None when there is no such task."""
-        with self._tasks_lock:
-            known = self.tasks.get(task_id)
-        if known is not None:
-            return known
-        task = self.client.stored_task(task_id)
-        if task is None:
-            return None
-        stored = StoredTask(task.get("project"), task["data"])
-        with self._tasks_lock:
-            self.tasks[task_id] = stored
-            while len(self.tasks) > REMEMBERED_TASKS:
-                self.tasks.pop(next(iter(self.tasks)))
-        return stored
 
     def project_of(self, stage: str) -> int | None:
         return next((project for project, named in self.projects.items() if named == stage), None)

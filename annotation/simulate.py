@@ -25,13 +25,14 @@ import httpx
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
 
-from .accounts import Account, submit_form
+from .accounts import submit_form
 from .labelstudio_app.labelstudio_contract import (
     LOGIN_PATH,
     NEXT_TASK_PATH,
     TASK_ANNOTATIONS_PATH,
     USER_TOKEN_PATH,
 )
+from .roster import Account
 from .settings import Settings
 
 # (item id, how many votes the simulation cast on it before) -> answer code: the k-th vote on an item is

@@ -166,3 +166,26 @@ def _vote(
         "lead_time": annotation.get("lead_time"),
         "simulated": annotator in simulated,
     }
+
+
+def refused_vote(
+    stage: str, task_id: int, item_id: str, annotation: Mapping[str, Any], simulated: frozenset[int]
+) -> dict[str, Any]:
+    """An annotation refused before it is read as a vote (its task or its version is not trusted), as a
+    vote whose choice is its result as given; built from whatever the annotation holds."""
+    author, writer = annotation.get("completed_by"), writer_of(annotation)
+    author = author.get("id") if isinstance(author, Mapping) else author
+    author = author if isinstance(author, int) and not isinstance(author, bool) else None
+    return {
+        "stage": stage,
+        "item_id": item_id,
+        "task_id": task_id,
+        "annotation_id": annotation.get("id"),
+        "annotator_id": author,
+        "choice": _shown(annotation),
+        "created_at": str(annotation.get("created_at")),
+        "updated_at": str(annotation.get("updated_at")),
+        "lead_time": annotation.get("lead_time"),
+        "simulated": author is not None and author in simulated,
+        "written_by": writer,
+    }

@@ -3,6 +3,8 @@ and takes that flow's own arguments (`knowref60k run --help`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from knowref60k.cli.common import add_forwarded
@@ -23,12 +25,20 @@ STEP_COMMANDS = {
 }
 
 
+def prefect_defaults() -> dict[str, str]:
+    """What the flows run Prefect with unless told otherwise (`make run` sets the same): its home in the
+    working folder, not the user's `~/.prefect`, and no usage data sent, by the server or the client."""
+    home = Path.cwd() / ".prefect"
+    home.mkdir(mode=0o700, exist_ok=True)
+    return {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1"}
+
+
 def add_commands(app: typer.Typer) -> None:
     for name, (module, summary) in FLOW_COMMANDS.items():
-        add_forwarded(app, name, f"knowref60k_flows.{module}:main", summary)
+        add_forwarded(app, name, f"knowref60k_flows.{module}:main", summary, prefect_defaults)
     steps = typer.Typer(
         help="One step of the pipeline as a Prefect flow.", no_args_is_help=True, rich_markup_mode=None
     )
     for name, (module, summary) in STEP_COMMANDS.items():
-        add_forwarded(steps, name, f"knowref60k_flows.{module}:main", summary)
+        add_forwarded(steps, name, f"knowref60k_flows.{module}:main", summary, prefect_defaults)
     app.add_typer(steps, name="flow")

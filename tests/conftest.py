@@ -342,3 +342,10 @@ def own_label_studio(label_studio_template: Server, tmp_path: Path) -> Iterator[
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def project_settings(label_studio: Settings, request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """A project of its own for each test, on the shared server; accounts on record under tmp_path."""
+    name = request.node.name.removeprefix("test_")
+    return dataclasses.replace(label_studio, project=name[:38], state_dir=tmp_path)

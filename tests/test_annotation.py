@@ -17,9 +17,10 @@ from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
 from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, NOT_ITS_AUTHOR, explain
-from knowref60k_annotation.accounts import Account, create_accounts, enrol, load_accounts, roles
+from knowref60k_annotation.accounts import create_accounts, enrol
 from knowref60k_annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
 from knowref60k_annotation.collect import collect
+from knowref60k_annotation.roster import Account, load_accounts, roles
 from knowref60k_annotation.settings import Settings
 from knowref60k_annotation.simulate import AnnotatorSession, Stream, resolver, screener
 from knowref60k_annotation.tasks import (
@@ -272,13 +273,6 @@ def test_a_malformed_result_is_refused_with_its_reason_and_the_rest_still_count(
     assert "screener-1@example.org" in line and "not one of the stage's choices" in line
 
 
-@pytest.fixture
-def project_settings(label_studio: Settings, request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
-    """A project of its own for each test, on the shared server; accounts on record under tmp_path."""
-    name = request.node.name.removeprefix("test_")
-    return dataclasses.replace(label_studio, project=name[:38], state_dir=tmp_path)
-
-
 @pytest.mark.integration
 def test_a_project_per_stage_is_created_once(project_settings: Settings) -> None:
     with LabelStudioClient(project_settings) as client:
@@ -411,64 +405,64 @@ def test_an_account_is_a_screener_or_a_resolver_never_both(
         assert outsider.password and roles(project_settings)[outsider.email] == "resolver"
         assert {a.email for a in load_accounts(project_settings)} == {screener_account.email, outsider.email}
 
-        # The screener opens the resolution project anyway (Community cannot stop it) and votes there.
+        # The screener tries the resolution project: the access gate refuses it.
         client.push([item(1)], SCREENING, 1, seed=0)
         client.push([item(1)], RESOLUTION, 5, seed=0)
         session = AnnotatorSession(project_settings, screener_account)
         screening_task_ = session.next_task(client.existing_project(SCREENING))
         assert screening_task_ is not None
         session.vote(screening_task_, "valid", "screening")
-        resolution = session.next_task(client.existing_project(RESOLUTION))
-        assert resolution is not None
-        session.vote(resolution, "antecedent1", "referent")
+        resolution = client.existing_project(RESOLUTION)
+        assert session.http.get(f"/api/projects/{resolution}/next").status_code == 403
+        # Where nothing stops it (a Label Studio without the gate; here its vote is posted as its own by
+        # the pipeline's token, which may), collect refuses a screener's vote in resolution.
+        (task_id,) = client.records.tasks_of(resolution)
+        result = [
+            {"from_name": "referent", "to_name": "sentence", "type": "choices", "value": {"choices": ["x"]}}
+        ]
+        client.sdk.annotations.create(id=task_id, result=result, completed_by=screener_account.user_id)
         session.close()
         report = collect(client, tmp_path, CONFIG)
     assert report["votes_by_stage"] == {SCREENING: 1, RESOLUTION: 0}
-    assert report["refused_votes"] == {"wrong_role": 1}
-    assert report["refused_lines"] == [
-        f"refused the resolution vote of {screener_account.email} on item item-00001: "
-        "the account is not a resolver"
-    ]
+    assert report["refused_votes"] == {"not_its_author": 1}
     refused = (tmp_path / "refused-votes.jsonl").read_text().splitlines()
-    assert len(refused) == 1 and '"reason":"wrong_role"' in refused[0]
+    assert len(refused) == 1 and '"reason":"not_its_author"' in refused[0]
 
 
 @pytest.mark.integration
 def test_a_vote_posted_in_another_accounts_name_is_refused_and_its_own_counts(
     project_settings: Settings, tmp_path: Path
 ) -> None:
-    """A resolver posts four annotations naming four other resolvers as `completed_by` (Label Studio
-    takes them) and one of its own: only its own counts; the four are refused, each with its reason,
-    because Label Studio records the resolver, not the named account, as their writer."""
+    """Four annotations naming four resolvers as `completed_by`, posted by another account (Label Studio
+    takes them; the one the pipeline runs refuses them to annotators, so the pipeline's token posts them
+    here), and a resolver's own vote: only its own counts; the four are refused, each with its reason,
+    because Label Studio records their writer, not the named account."""
     with LabelStudioClient(project_settings) as client:
         client.push([item(0)], RESOLUTION, 5, seed=0)
         project = client.existing_project(RESOLUTION)
-        forger, *victims = create_accounts(client, "resolver", 5)
-        session = AnnotatorSession(project_settings, forger)
+        voter, *victims = create_accounts(client, "resolver", 5)
+        session = AnnotatorSession(project_settings, voter)
         task = session.next_task(project)
         assert task is not None
         label = next(k for k, v in task["data"]["answer_identity"].items() if v == "antecedent1")
         result = [
             {"from_name": "referent", "to_name": "sentence", "type": "choices", "value": {"choices": [label]}}
         ]
+        writer = client.sdk.users.whoami().id
         for victim in victims:
-            posted = session.http.post(
-                f"/api/tasks/{task['id']}/annotations/",
-                json={"result": result, "completed_by": victim.user_id},
-            )
-            assert posted.status_code == 201, posted.text[:300]
-            assert posted.json()["completed_by"] == victim.user_id  # Label Studio took the name given
+            posted = client.sdk.annotations.create(id=task["id"], result=result, completed_by=victim.user_id)
+            assert posted.completed_by == victim.user_id  # Label Studio took the name given
         session.vote(task, "antecedent1", "referent")
         session.close()
         report = collect(client, tmp_path, CONFIG)
     votes = pq.read_table(tmp_path / "votes.parquet").to_pylist()
-    assert [(v["annotator_id"], v["choice"]) for v in votes] == [(forger.user_id, "antecedent1")]
+    assert [(v["annotator_id"], v["choice"]) for v in votes] == [(voter.user_id, "antecedent1")]
     assert report["refused_votes"] == {NOT_ITS_AUTHOR: 4}
     refused = [orjson.loads(line) for line in (tmp_path / "refused-votes.jsonl").read_bytes().splitlines()]
     assert sorted(r["annotator_id"] for r in refused) == sorted(v.user_id for v in victims)
-    assert {r["written_by"] for r in refused} == {forger.user_id}
+    assert {r["written_by"] for r in refused} == {writer}
     assert all(
-        line.endswith(f"written by another account ({forger.user_id}) than the one it names")
+        line.endswith(f"written by another account ({writer}) than the one it names")
         for line in report["refused_lines"]
     )
 
@@ -482,7 +476,7 @@ def test_server_trouble_is_a_clear_error(project_settings: Settings, tmp_path: P
         client.ensure_project(RESOLUTION, 5)
     with (
         LabelStudioClient(dataclasses.replace(project_settings, project="never pushed")) as client,
-        pytest.raises(UserError, match=r"no knowref60k project .* \(deleted\?\)"),
+        pytest.raises(UserError, match=r"no knowref60k project .* named .never pushed.; push items first"),
     ):
         collect(client, tmp_path, CONFIG)
     down = dataclasses.replace(project_settings, url="http://127.0.0.1:9")

@@ -15,9 +15,10 @@ import pytest
 
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
-from knowref60k_annotation.accounts import Account, create_accounts
+from knowref60k_annotation.accounts import create_accounts
 from knowref60k_annotation.client import LabelStudioClient
 from knowref60k_annotation.collect import collect
+from knowref60k_annotation.roster import Account
 from knowref60k_annotation.settings import Settings
 from knowref60k_annotation.simulate import AnnotatorSession
 from tests.conftest import REPO, missing_prerequisite

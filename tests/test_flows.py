@@ -268,6 +268,11 @@ def test_collect_flow_writes_every_vote(
     assert report["votes_path"] == str(out / "votes.parquet")
     ignored = ("votes_path", "projects", "emails", "refused_lines", "closed_tasks")
     counts = {key: report[key] for key in report if key not in ignored}
+    assert (counts.pop("projects_gone"), counts.pop("lookalike_projects"), counts.pop("differences")) == (
+        {},
+        {},
+        {},
+    )
     assert counts == {
         "annotations": 36,
         "votes": 36,
@@ -789,3 +794,60 @@ def test_a_batch_cluster_gives_every_worker_the_batch_settings(monkeypatch: pyte
         answers = client.run(settings)
     assert list(answers.values()) == [(False, None), (False, None)]
     assert settings() == (True, None)
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for child, parent, *_ in processes():
+        children.setdefault(parent, []).append(child)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    return any(found == pid and state != "Z" for found, _, _, state, _ in processes())
+
+
+@pytest.mark.integration
+def test_sigterm_to_knowref60k_run_stops_its_prefect_server_and_nothing_reaches_the_users_home(
+    tmp_path: Path,
+) -> None:
+    """`knowref60k run` against Prefect's temporary server, from an empty folder, with no Prefect
+    setting of its own: its home is the folder's `.prefect` (not ~/.prefect); SIGTERM to the command
+    alone, as a supervisor sends it, stops the server it started too."""
+    from tests.test_faults import GOOD, ndjson_line
+
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    dump = work / "RC_2099-01.ndjson"
+    dump.write_bytes(ndjson_line(GOOD, 1, "one") + b"\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != "DO_NOT_TRACK"}
+    env["HOME"] = str(home)
+    command = [sys.executable, "-m", "knowref60k", "run", str(dump), "--out", str(work / "out")]
+    with (work / "log").open("wb") as log:
+        process = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        server = wait_for(
+            lambda: next((p for p in descendants(process.pid) if b"uvicorn" in command_of(p)), None),
+            120,
+            "Prefect's temporary server to start",
+        )
+        os.kill(process.pid, signal.SIGTERM)
+        assert process.wait(timeout=60) != 0
+        wait_for(lambda: not alive(server), 30, "the Prefect server to stop with the command")
+    finally:
+        if process.poll() is None:
+            stop_group(process.pid, signal.SIGKILL)
+    assert (work / ".prefect").is_dir() and not (home / ".prefect").exists()
+
+
+def command_of(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from knowref60k.cli.app import app
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.labelstudio_table import database_problem
-from knowref60k_annotation.accounts import MAX_NEW_ACCOUNTS, create_accounts, load_accounts
+from knowref60k_annotation.accounts import MAX_NEW_ACCOUNTS, create_accounts
 from knowref60k_annotation.database import database_environment
 from knowref60k_annotation.receiver import Receiver, ReceiverProcess
+from knowref60k_annotation.roster import load_accounts
 from knowref60k_annotation.settings import Settings, webhook_secret
 from tests.conftest import REPO
 
@@ -82,8 +83,10 @@ def test_each_account_is_on_record_before_the_next_is_made(
 
     settings = settings_in(tmp_path)
     signed: list[str] = []
+    granted: list[object] = []
 
-    def sign_up(_: Settings, email: str, password: str) -> None:
+    def sign_up(_: Settings, email: str, password: str, invite: str | None) -> None:
+        assert invite == "invited"
         assert [a.email for a in load_accounts(settings)] == signed  # every earlier one is on record
         if len(signed) == 2:
             raise KeyboardInterrupt  # the run stopped while making the third
@@ -99,10 +102,17 @@ def test_each_account_is_on_record_before_the_next_is_made(
         def user_id(self, email: str) -> int:
             return signed.index(email) + 1
 
+        def invitation(self) -> str:
+            return "invited"
+
+        def grant_accounts(self, made: list[object]) -> None:
+            granted.extend(made)
+
     monkeypatch.setattr(accounts, "sign_up", sign_up)
     with pytest.raises(KeyboardInterrupt):
         create_accounts(Server(), "screener", 5)  # type: ignore[arg-type]
     assert [(a.email, bool(a.password)) for a in load_accounts(settings)] == [(e, True) for e in signed]
+    assert granted == load_accounts(settings)  # each granted its stage as it was made
 
 
 def test_the_users_command_refuses_a_count_out_of_bounds_in_one_line() -> None:

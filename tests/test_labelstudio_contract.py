@@ -97,3 +97,22 @@ def test_every_variable_the_server_hands_label_studio_is_in_the_contract(tmp_pat
         assert handed <= set(contract.ENVIRONMENT_VARIABLES), handed - set(contract.ENVIRONMENT_VARIABLES)
         assert {"SSRF_PROTECTION_ENABLED", "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN", "DJANGO_DB"} <= handed
     assert {"POSTGRE_NAME", "POSTGRE_PASSWORD"} <= handed
+
+
+def test_a_label_studio_command_outside_its_environment_is_one_line() -> None:
+    import os
+    import sys
+
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "knowref60k"), "labelstudio", "check"],
+        env={**os.environ, "KNOWREF60K_LABELSTUDIO_BIN": "/bin/true"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: /bin/true is not the command of a Label Studio environment (no label-studio installed beside "
+        "it, or no /bin/python): run `make labelstudio`, or point KNOWREF60K_LABELSTUDIO_BIN at one"
+    ]

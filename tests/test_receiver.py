@@ -113,20 +113,30 @@ def test_the_receiver_queues_our_votes_once_and_refuses_what_is_not_a_vote() -> 
     assert receiver.report()["queued"] == 1 and not receiver.report()["idle"]
 
 
-def test_silent_connections_are_bounded_and_dropped_when_idle() -> None:
-    """A flood of connections that send nothing holds at most the server's bound of threads, and each
-    thread ends once its connection has been idle for the handler's timeout; the server answers again."""
+def test_silent_connections_wait_at_the_door_and_never_keep_a_webhook_out() -> None:
+    """A flood of connections that send nothing, more than the door holds, takes no thread: the oldest
+    are closed to make room, the rest at the head deadline; meanwhile a webhook with the secret is
+    answered, and one without it is refused at once."""
     receiver = Receiver(FakeSettler(), "secret")  # type: ignore[arg-type]
-    server = ReceiverServer(("127.0.0.1", 0), handler_for(receiver, idle_seconds=2), receiver, 20)
+    server = ReceiverServer(("127.0.0.1", 0), handler_for(receiver), receiver, 20, head_seconds=3)
+    server.doorman.max_pending = 100
     threading.Thread(target=server.serve_forever, daemon=True).start()
     before = threading.active_count()
-    silent = [socket.create_connection(server.server_address[:2]) for _ in range(60)]
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    silent = [socket.create_connection(server.server_address[:2]) for _ in range(300)]
     try:
-        wait_for(lambda: receiver.counts["connections_refused"] >= 40, 10, "the connections past the bound")
-        assert threading.active_count() <= before + 20
-        wait_for(lambda: threading.active_count() == before, 10, "the idle connections to be dropped")
-        health = httpx.get(f"http://127.0.0.1:{server.server_address[1]}/health", timeout=5)
-        assert health.status_code == 200 and health.json()["connections_refused"] == 40
+        wait_for(lambda: receiver.counts["connections_evicted"] == 200, 10, "the oldest to make room")
+        assert threading.active_count() == before
+        answer = httpx.post(url, json=event(1), headers={SECRET_HEADER: "secret"}, timeout=5)
+        assert answer.status_code == 200 and answer.json()["result"] == "queued"
+        assert httpx.post(url, json=event(2), headers={SECRET_HEADER: "guess"}, timeout=5).status_code == 403
+        assert httpx.post(url, json=event(3), timeout=5).status_code == 403
+        # The three requests above arrived at a full door too: each made room by closing one more.
+        gone = ("connections_evicted", "connections_cut_before_head")
+        wait_for(lambda: sum(receiver.counts[k] for k in gone) == 300, 10, "the rest to be cut")
+        assert receiver.counts["connections_cut_before_head"] >= 97
+        health = httpx.get(f"{url}health", timeout=5).json()
+        assert (health["refused"], health["queued"]) == (2, 1)
     finally:
         for connection in silent:
             connection.close()
@@ -134,13 +144,35 @@ def test_silent_connections_are_bounded_and_dropped_when_idle() -> None:
         server.server_close()
 
 
-def test_a_connection_that_trickles_bytes_is_cut_at_its_deadline() -> None:
+def test_a_head_that_never_ends_is_cut_at_the_door() -> None:
+    receiver = Receiver(FakeSettler(), "secret")  # type: ignore[arg-type]
+    server = ReceiverServer(("127.0.0.1", 0), handler_for(receiver), receiver, head_seconds=1.0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with socket.create_connection(server.server_address[:2]) as connection:
+            connection.sendall(b"POST / HTTP/1.1\r\n")
+            connection.settimeout(0.1)
+            with pytest.raises(OSError):  # cut: the peer resets, or the write finds it closed
+                for _ in range(100):  # a byte every 0.1 s
+                    connection.sendall(b"X")
+                    with contextlib.suppress(TimeoutError):
+                        if connection.recv(1) == b"":
+                            raise ConnectionResetError
+        wait_for(lambda: receiver.counts["connections_cut_before_head"] == 1, 5, "the cut to be counted")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_webhook_that_trickles_its_body_is_cut_at_its_deadline() -> None:
     receiver = Receiver(FakeSettler(), "secret")  # type: ignore[arg-type]
     server = ReceiverServer(("127.0.0.1", 0), handler_for(receiver), receiver, deadline=1.0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with socket.create_connection(server.server_address[:2]) as connection:
-            connection.sendall(b"POST / HTTP/1.1\r\n")
+            connection.sendall(
+                f"POST / HTTP/1.1\r\n{SECRET_HEADER}: secret\r\nContent-Length: 999\r\n\r\n".encode()
+            )
             connection.settimeout(0.1)
             with pytest.raises(OSError):  # cut: the peer resets, or the write finds it closed
                 for _ in range(100):  # a byte every 0.1 s: never silent for the idle timeout
@@ -380,6 +412,13 @@ def test_label_studio_on_postgresql_settles_votes_and_collects(tmp_path: Path) -
             assert state(client, task_id) == (4, True)
             # The labelling frontend's slash-less API paths reach the same views.
             assert answers(settings, f"/api/tasks/{task_id}") == answers(settings, f"/api/tasks/{task_id}/")
+            # The access gate holds in every worker process: nobody votes in another's name, and an
+            # annotator lists its stage's projects only.
+            forged = {"result": [], "completed_by": sessions[1].account.user_id}
+            refused = sessions[0].http.post(f"/api/tasks/{task_id}/annotations/", json=forged)
+            assert refused.status_code == 403 and "access gate" in refused.text
+            listed = sessions[0].http.get("/api/projects/").json()["results"]
+            assert [project["id"] for project in listed] == [project_id]
             report = collect(client, tmp_path / "votes", CONFIG)
             for session in sessions:
                 session.close()
@@ -500,9 +539,11 @@ def children(server: Server) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: Path) -> None:
-    """The server command: gunicorn with the configured workers on PostgreSQL; Label Studio's own
-    server on SQLite (one writer at a time) and wherever one worker is asked for."""
+def test_postgresql_is_served_by_several_processes_and_sqlite_by_one_both_behind_the_gate(
+    tmp_path: Path,
+) -> None:
+    """The server command: Label Studio's application with the access gate under gunicorn, with the
+    configured workers on PostgreSQL, one on SQLite (one writer at a time) and wherever one is asked for."""
     from knowref60k_annotation.settings import with_config
 
     config = tmp_path / "k.toml"
@@ -514,7 +555,9 @@ def test_postgresql_is_served_by_several_processes_and_sqlite_by_one(tmp_path: P
     assert command[command.index("--workers") + 1] == "5"
     assert command[command.index("--bind") + 1] == "127.0.0.1:8123"
     for single in (base, dataclasses.replace(base, database="postgresql", workers=1)):
-        assert Server(single).command()[1] == "start"
+        command = Server(single).command()
+        assert command[1] == "knowref60k_labelstudio:application"
+        assert command[command.index("--workers") + 1] == "1"
 
 
 @pytest.mark.parametrize("database", ["foo://", "mysql://u@h/db", "postgresql://host-without-a-name"])

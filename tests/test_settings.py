@@ -13,7 +13,7 @@ import pytest
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
-from knowref60k_annotation.accounts import Account, load_accounts, roles, save_accounts
+from knowref60k_annotation.roster import Account, load_accounts, roles, save_accounts
 from knowref60k_annotation.server import Server
 from knowref60k_annotation.settings import (
     DEMO_STATE_DIR,
@@ -331,3 +331,18 @@ def test_data_fingerprint_follows_the_lists_rules_read(tmp_path: Path) -> None:
     assert data_fingerprint(tmp_path) == before
     (tmp_path / "names.tsv").write_text("name\nAda\nGrace\n", encoding="utf-8")
     assert data_fingerprint(tmp_path) != before
+
+
+def test_a_password_in_a_url_is_masked_wherever_settings_are_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    from knowref60k.labelling.labelstudio_table import without_password
+    from knowref60k_annotation.connection import connection_settings
+
+    assert without_password("postgresql://team:S3cr/etPassw0rd@db.example:5432/x") == (
+        "postgresql://team:***@db.example:5432/x"
+    )
+    assert without_password("postgresql://u@db.example/x") == "postgresql://u@db.example/x"
+    monkeypatch.setenv("LABEL_STUDIO_URL", "http://ops:hunter2@ls.example:8080")
+    monkeypatch.setenv("KNOWREF60K_RECEIVER_URL", "http://hook:s3/cr@t@127.0.0.1:9/")
+    shown = {setting.key: setting.value for setting in connection_settings()}
+    assert shown["url"] == "http://ops:***@ls.example:8080"
+    assert shown["receiver_url"] == "http://hook:***@127.0.0.1:9/"

@@ -9,6 +9,7 @@ import ipaddress
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from knowref60k.labelling.config import LabellingConfig
@@ -67,9 +68,9 @@ def test_the_guard_bans_every_special_purpose_network_but_the_receivers_address(
     assert sorted(banned_networks(())) == sorted(SPECIAL_PURPOSE_NETWORKS)
 
 
-def webhooks_as(session: AnnotatorSession, projects: list[int]) -> list[dict[str, Any]]:
+def webhooks_as(http: httpx.Client, projects: list[int]) -> list[dict[str, Any]]:
     """The webhooks of `projects` (the server is shared with other tests' projects)."""
-    listed: list[dict[str, Any]] = session.http.get("/api/webhooks/").json()
+    listed: list[dict[str, Any]] = http.get("/api/webhooks/").json()
     return [hook for hook in listed if hook["project"] in projects]
 
 
@@ -77,6 +78,9 @@ def webhooks_as(session: AnnotatorSession, projects: list[int]) -> list[dict[str
 def test_annotators_can_neither_redirect_nor_silence_the_pipeline(
     label_studio: Settings, tmp_path: Path
 ) -> None:
+    """On the Label Studio the pipeline runs an annotator can neither read nor write webhooks; where
+    any account could (a Label Studio without the gate: here the admin's token plays it), the SSRF guard
+    refuses private addresses and every sync puts the pipeline's webhooks back."""
     settings = dataclasses.replace(label_studio, project="webhook tampering", state_dir=tmp_path / "state")
     receiver = ReceiverProcess(settings)
     with LabelStudioClient(settings) as client:
@@ -85,29 +89,34 @@ def test_annotators_can_neither_redirect_nor_silence_the_pipeline(
         projects = sorted(client.existing_project(stage) for stage in (RESOLUTION, SCREENING))
         (account,) = create_accounts(client, "screener", 1)
         session = AnnotatorSession(settings, account)
+        for method, body in (("GET", None), ("POST", {"project": projects[0], "url": PUBLIC})):
+            gated = session.http.request(method, "/api/webhooks/", json=body)
+            assert gated.status_code == 403 and "access gate" in gated.text, method
+        session.close()
+        http = httpx.Client(base_url=settings.url, headers={"Authorization": f"Token {settings.api_key}"})
         for private in ("http://127.0.0.2:18199/x", "http://169.254.169.254/latest/meta-data/"):
-            refused = session.http.post("/api/webhooks/", json={"project": projects[0], "url": private})
+            refused = http.post("/api/webhooks/", json={"project": projects[0], "url": private})
             assert refused.status_code == 403 and "reserved network" in refused.text, private
         # The receiver's host is let through whatever the port: such a webhook lasts until the next sync.
         other_port = {"project": projects[0], "url": "http://127.0.0.1:18199/x", "send_for_all_actions": True}
-        outside = [session.http.post("/api/webhooks/", json={"project": p, "url": PUBLIC}) for p in projects]
-        made = [session.http.post("/api/webhooks/", json=other_port), *outside]
+        outside = [http.post("/api/webhooks/", json={"project": p, "url": PUBLIC}) for p in projects]
+        made = [http.post("/api/webhooks/", json=other_port), *outside]
         assert [r.status_code for r in made] == [201] * 3
-        ours = [h for h in webhooks_as(session, projects) if h["url"] == receiver_url(settings)]
+        ours = [h for h in webhooks_as(http, projects) if h["url"] == receiver_url(settings)]
         assert sorted(h["project"] for h in ours) == projects
         emptied = {"is_active": True, "actions": []}
-        silenced = session.http.patch(f"/api/webhooks/{ours[0]['id']}/", json=emptied)
+        silenced = http.patch(f"/api/webhooks/{ours[0]['id']}/", json=emptied)
         assert silenced.status_code == 200
-        assert session.http.delete(f"/api/webhooks/{ours[1]['id']}/").status_code == 204
+        assert http.delete(f"/api/webhooks/{ours[1]['id']}/").status_code == 204
         report = collect(client, tmp_path / "votes", CONFIG)
-        paused = session.http.patch(f"/api/webhooks/{ours[0]['id']}/", json={"is_active": False})
+        paused = http.patch(f"/api/webhooks/{ours[0]['id']}/", json={"is_active": False})
         assert paused.status_code == 200
         receiver.start(CONFIG, [])  # reviews them before it listens
         try:
-            again = webhooks_as(session, projects)
+            again = webhooks_as(http, projects)
         finally:
             receiver.stop()
-            session.close()
+            http.close()
     changes = report["webhook_changes"]
     assert sum(line.startswith("removed webhook") for line in changes) == 3
     assert f"restored webhook {ours[0]['id']} of project {projects[0]}: actions" in changes

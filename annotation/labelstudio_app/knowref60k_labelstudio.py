@@ -1,5 +1,5 @@
-"""Label Studio's web application, with its database connections kept open between requests and its
-API's slash-less paths routed without a detour.
+"""Label Studio's web application, with the pipeline's access gate (knowref60k_gate.py), its database
+connections kept open between requests and its API's slash-less paths routed without a detour.
 
 Served by gunicorn in Label Studio's own environment (server.py): it imports nothing of ours but the
 contract beside it.
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 # Beside this module on gunicorn's path (server.py): Label Studio's module names, in one place.
-from labelstudio_contract import SETTINGS_MODULE, WSGI_MODULE
+from labelstudio_contract import GATE_MIDDLEWARE, SETTINGS_MODULE, WSGI_MODULE
 from labelstudio_contract import resolves_only_with_slash as needs_a_slash
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", SETTINGS_MODULE)
@@ -28,6 +28,8 @@ from django.conf import settings
 settings.DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ["KNOWREF60K_DB_CONN_MAX_AGE"])
 # A connection the database closed (a restart) is replaced at the next request instead of failing it.
 settings.DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# After Label Studio's own middleware, which tells who makes the request (knowref60k_gate.py).
+settings.MIDDLEWARE = [*settings.MIDDLEWARE, GATE_MIDDLEWARE]
 
 label_studio_application = importlib.import_module(WSGI_MODULE).application
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import json
 import logging
 import os
 import shutil
@@ -56,14 +55,41 @@ SIGN_UP_FORM = "users.forms.UserSignupForm"
 SIGN_UP_FIELDS = ("email", "password")
 CSRF_COOKIE = "csrftoken"
 CSRF_FIELD = "csrfmiddlewaretoken"
-# The Data Manager's task columns the annotators' view hides (client.py), and the filter JSON that
-# finds an item's task (client.py: has_item): a column id is `tasks:<column>` or `tasks:data.<key>`.
+# The Data Manager's task columns the annotators' view hides (client.py): a column id is `tasks:<column>`
+# or `tasks:data.<key>`.
 TASK_COLUMNS = (
     "inner_id annotators annotations_results annotations_ids cancelled_annotations total_predictions "
     "predictions_score predictions_model_versions predictions_results file_upload storage_filename "
     "created_at updated_at updated_by avg_lead_time draft_exists"
 ).split()
-ITEM_FILTER = {"filter": "filter:tasks:data.item_id", "operator": "equal", "type": "String", "value": "x"}
+# The access gate (knowref60k_gate.py): a middleware appended to Label Studio's, after the one that must
+# already have told who makes the request; the variables naming the pipeline's own account and the data
+# folder; the gate's own endpoint (the admin's grants) and the sign-up invitation's query parameter; the
+# models and fields it reads to tell whose a task, annotation or draft is.
+GATE_MIDDLEWARE = "knowref60k_gate.AccessGate"
+GATE_AFTER = "jwt_auth.middleware.JWTAuthenticationMiddleware"
+OWNER_VARIABLE = "LABEL_STUDIO_USERNAME"
+DATA_DIR_VARIABLE = "LABEL_STUDIO_BASE_DATA_DIR"
+GRANTS_PATH = "/knowref60k/access"
+INVITE_PARAMETER = "knowref60k_invite"
+GATE_FIELDS = {
+    "tasks.models.Task": ("project_id",),
+    "tasks.models.Annotation": ("project_id", "completed_by_id"),
+    "tasks.models.AnnotationDraft": ("task_id", "user_id"),
+    "rest_framework.authtoken.models.Token": ("key", "user_id"),
+}
+# The paths it scopes, as the API names them (each must still resolve).
+GATED_PATHS = (
+    "/api/projects/1/",
+    "/api/projects/1/next/",
+    "/api/tasks/1/",
+    "/api/tasks/1/annotations/",
+    "/api/annotations/1/",
+    "/api/drafts/1/",
+    "/api/users/1/",
+    "/api/webhooks/",
+    "/projects/1/settings/",
+)
 # Who wrote an annotation (votes.py): `completed_by` is whatever the writer posts, `updated_by` the account
 # that made the request, set by the annotation API's create and update (each code below in its method).
 ANNOTATION_WRITER = "updated_by"
@@ -80,13 +106,8 @@ ENVIRONMENT_VARIABLES = (
     "DJANGO_DB POSTGRE_NAME POSTGRE_USER POSTGRE_PASSWORD POSTGRE_HOST POSTGRE_PORT"
 ).split()
 READ_BY = ("core/settings/base.py", "core/settings/label_studio.py", "server.py")
-# Its command line (server.py): `init` migrates and makes the admin login, `start` serves.
+# Its command line (server.py): `init` migrates and makes the admin login; gunicorn then serves.
 INIT_COMMAND = ("init", "--no-browser")
-START_COMMAND = ("start", "--internal-host", "{host}", "--port", "{port}", "--no-browser")
-
-
-def start_command(host: str, port: int) -> tuple[str, ...]:
-    return tuple(part.format(host=host, port=port) for part in START_COMMAND)
 
 
 @dataclass(frozen=True)
@@ -163,6 +184,22 @@ def _middleware() -> str | None:
     return None if SLASH_MIDDLEWARE in settings.MIDDLEWARE else f"{SLASH_MIDDLEWARE} is not in MIDDLEWARE"
 
 
+def _gate() -> str | None:
+    """The gate's hooks: the middleware it follows, the fields it reads, the paths it scopes."""
+    from django.conf import settings
+
+    if GATE_AFTER not in settings.MIDDLEWARE:
+        return f"{GATE_AFTER} is not in MIDDLEWARE"
+    for model_path, fields in GATE_FIELDS.items():
+        module, name = model_path.rsplit(".", 1)
+        model = getattr(importlib.import_module(module), name, None)
+        names = {field.attname for field in model._meta.concrete_fields} if model is not None else set()
+        missing = [field for field in fields if field not in names]
+        if model is None or missing:
+            return f"{model_path} has no {', '.join(missing or fields)}"
+    return next((f"{path} is not served" for path in GATED_PATHS if not resolves(path)), None)
+
+
 def _sign_up_form() -> str | None:
     from django.conf import settings
 
@@ -193,16 +230,6 @@ def _columns() -> str | None:
     ids = {column["id"] for column in get_all_columns(project)["columns"]}
     missing = sorted(set(TASK_COLUMNS) - ids)
     return f"the Data Manager has no column {', '.join(missing)}" if missing else None
-
-
-def _item_filter() -> str | None:
-    from data_manager.prepare_params import Filters
-
-    try:
-        Filters(**{"conjunction": "and", "items": [ITEM_FILTER]})
-    except Exception as error:  # pydantic's or Django REST framework's validation error
-        return f"the item filter {json.dumps(ITEM_FILTER)} is refused ({error})"
-    return None
 
 
 def _writer() -> str | None:
@@ -237,11 +264,10 @@ def _spellings(name: str) -> tuple[str, str]:
 def _commands() -> str | None:
     from core.argparser import parse_input_args
 
-    for command in (INIT_COMMAND, start_command("127.0.0.1", 8080)):
-        try:
-            parse_input_args(list(command))
-        except SystemExit:
-            return f"`label-studio {' '.join(command)}` is refused"
+    try:
+        parse_input_args(list(INIT_COMMAND))
+    except SystemExit:
+        return f"`label-studio {' '.join(INIT_COMMAND)}` is refused"
     return None
 
 
@@ -257,8 +283,8 @@ ASSUMPTIONS = (
     Assumption("pages and endpoints", lambda: next(filter(None, map(_resolves, _paths())), None)),
     Assumption("sign-up form", _sign_up_form),
     Assumption("Data Manager columns", _columns),
-    Assumption("Data Manager filter", _item_filter),
     Assumption("annotation writer", _writer),
+    Assumption("access gate", _gate),
     Assumption("environment variables", _environment),
     Assumption("command line", _commands),
 )

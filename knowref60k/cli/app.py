@@ -28,17 +28,8 @@ from knowref60k.cli import (
     stats,
 )
 from knowref60k.cli import eval as eval_command
-from knowref60k.cli.common import console
+from knowref60k.cli.common import Interrupted, console
 from knowref60k.cli.overlap import overlap_app
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C, or SIGTERM (what Prefect, systemd and Docker send): the worker processes are stopped,
-    unfinished outputs removed (a rerun redoes that file), one line printed."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 class ExitCodeOfTheSignal(TyperGroup):

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -84,13 +85,22 @@ def progress_bar(in_bytes: bool = True) -> Progress:
     )
 
 
-def add_forwarded(app: typer.Typer, name: str, target: str, summary: str) -> None:
+def add_forwarded(
+    app: typer.Typer,
+    name: str,
+    target: str,
+    summary: str,
+    environment: Callable[[], Mapping[str, str]] = dict,
+) -> None:
     """Add `name` to `app` as a command whose arguments go, as given, to the command line at `target`
     ("module:function", taking the argument list and returning an exit code), imported only when the
     command runs: the flows import Prefect, which every other command would otherwise wait for.
+    `environment()`: variables it runs with unless already set (before the import).
     `knowref60k NAME --help` is that command line's own help."""
 
     def command(context: typer.Context) -> None:
+        for variable, value in environment().items():
+            os.environ.setdefault(variable, value)
         module, function = target.split(":")
         main = getattr(importlib.import_module(module), function)
         with as_its_own_program(context.command_path), user_errors():
@@ -105,12 +115,26 @@ def add_forwarded(app: typer.Typer, name: str, target: str, summary: str) -> Non
     )(command)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, or SIGTERM (what Prefect, systemd and Docker send): what the command started is stopped,
+    unfinished outputs removed (a rerun redoes that file), one line printed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def terminated(signum: int, frame: object) -> None:
+    """SIGTERM as an interruption: the `finally` blocks on the way out run, unlike the default's."""
+    raise Interrupted(signum)
+
+
 @contextlib.contextmanager
 def as_its_own_program(command_path: str) -> Iterator[None]:
-    """Run a forwarded command line as it runs on its own (`python -m ...`): Python's own Ctrl-C and
-    SIGTERM (a Prefect server or a Label Studio it starts stops as it always did, not through the
-    extraction's handler), its usage named `knowref60k COMMAND`, and a mistake in its arguments one
-    line, exit code 2, as every other command's."""
+    """Run a forwarded command line as it runs on its own (`python -m ...`): Python's own Ctrl-C, and
+    SIGTERM as a Ctrl-C, so that what it started (a Prefect server, a Label Studio) is stopped on the way
+    out, not through the extraction's handler; its usage named `knowref60k COMMAND`, and a mistake in its
+    arguments one line, exit code 2, as every other command's."""
 
     def one_line(parser: argparse.ArgumentParser, message: str) -> NoReturn:
         typer.echo(f"error: {message} (see '{command_path} --help')", err=True)
@@ -118,7 +142,7 @@ def as_its_own_program(command_path: str) -> Iterator[None]:
 
     handlers = {stop: signal.getsignal(stop) for stop in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, terminated)
     program, error = sys.argv[0], argparse.ArgumentParser.error
     sys.argv[0] = command_path
     argparse.ArgumentParser.error = one_line  # type: ignore[method-assign,assignment]

@@ -391,3 +391,15 @@ def write_quarantine(handle: IO[bytes], source: str, lines: Sequence[Quarantined
         if line.sha256 is not None:
             record["sha256"] = line.sha256
         handle.write(orjson.dumps(record) + b"\n")
+
+
+def appended_rows(path: Path, offset: int) -> tuple[list[Any], int]:
+    """The JSON lines appended to `path` past byte `offset` (whole lines only: a writer may be
+    mid-line), and the offset after them; nothing when the file does not exist yet."""
+    if not path.exists():
+        return [], offset
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        chunk = handle.read()
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    return [orjson.loads(line) for line in complete.splitlines()], offset + len(complete)

@@ -60,6 +60,7 @@ def is_database_url(database: str) -> bool:
     return parts.scheme in ("postgresql", "postgres") and bool(parts.hostname) and bool(parts.path.strip("/"))
 
 
-def without_password(database: str) -> str:
-    """`database` as it may be printed: a URL's password masked."""
-    return re.sub(r"(//[^/@]*?:)[^/]*@", r"\1***@", database)
+def without_password(url: str) -> str:
+    """`url` as it may be printed: the password of its user part masked, up to the last '@' (a password
+    may hold '/', ':' or '@' unescaped, which no URL parser reads as a password)."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://[^/:@]*:).*@", r"\1***@", url, flags=re.IGNORECASE | re.DOTALL)

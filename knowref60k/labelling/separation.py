@@ -22,6 +22,11 @@ MALFORMED_RESULT, NOT_A_CHOICE = "malformed_result", "not_a_choice_of_the_stage"
 # An annotation another account wrote than the one it names as its author (`completed_by` is whatever the
 # writer posted; Label Studio records the writer itself as `updated_by`).
 NOT_ITS_AUTHOR = "not_its_author"
+# Votes on a task the pipeline did not import, or whose shown data is not what the pipeline gave it (any
+# account can change a task's data); and a later version of a vote the pipeline had already seen (the
+# first version seen is the one that counts).
+TASK_NOT_RECORDED, TASK_DATA_CHANGED = "task_not_recorded", "task_data_changed"
+CHANGED_AFTER_SEEN = "changed_after_seen"
 
 
 @dataclass
@@ -65,6 +70,12 @@ def explain(vote: Mapping[str, Any], reason: str, email: str) -> str:
     if reason == NOT_ITS_AUTHOR:
         writer = vote.get("written_by")
         return f"refused the {item}: written by another account ({writer or 'unknown'}) than the one it names"
+    if reason == TASK_NOT_RECORDED:
+        return f"refused the {item}: its task {vote['task_id']} is not one the pipeline imported"
+    if reason == TASK_DATA_CHANGED:
+        return f"refused the {item}: what its task {vote['task_id']} shows is not what the pipeline gave it"
+    if reason == CHANGED_AFTER_SEEN:
+        return f"refused the {item}: a later version of a vote already seen (the first one counts)"
     return (
         f"refused the {item}: that account screened the item, and screeners never resolve what they screened"
     )

@@ -1,0 +1,266 @@
+"""The access gate of the Label Studio the pipeline runs: a Django middleware after Label Studio's own
+(knowref60k_labelstudio.py adds it), so that an annotator account can do what its stage needs and nothing
+else. Label Studio Community has no roles: every account of the organization can, through its API, vote in
+other people's names, change or delete their votes, edit tasks, make or delete projects and webhooks.
+
+The pipeline's own account (the admin, `LABEL_STUDIO_USERNAME`) may do anything. Every other account:
+- sees and opens only the projects the pipeline granted it (its role's stage's: `GRANTS_PATH`, below);
+  the project list answers with those only;
+- creates annotations only on those projects' tasks and only as itself, changes or deletes only its own
+  (never re-assigning one), and writes its own drafts;
+- writes nothing else through the API: no task, project, view, webhook, storage, member or setting (it may
+  still read its own profile and token, and change its own profile);
+- cannot read webhooks (they hold the receiver's secret), exports or imports.
+Sign-up needs the pipeline's invitation code (`INVITE_PARAMETER`), which only the admin can read.
+
+Grants and the invitation code live in `knowref60k-access.json` in Label Studio's data folder, written by
+the admin through `GRANTS_PATH`: {"projects_of_user": {user id: [project id, ...]}}, each change added to
+what is there.
+It imports only the standard library at the top and Label Studio's modules once Django runs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from labelstudio_contract import (
+    DATA_DIR_VARIABLE,
+    GRANTS_PATH,
+    INVITE_PARAMETER,
+    OWNER_VARIABLE,
+    SIGN_UP_PATH,
+)
+
+log = logging.getLogger("knowref60k.gate")
+SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
+NUMBER = r"(\d+)"
+PROJECT_PATH = re.compile(rf"^/(?:api/)?projects/{NUMBER}(/.*)?$")
+TASK_PATH = re.compile(rf"^/api/tasks/{NUMBER}(/.*)?$")
+ANNOTATION_PATH = re.compile(rf"^/api/annotations/{NUMBER}(/.*)?$")
+DRAFT_PATH = re.compile(rf"^/api/drafts/{NUMBER}/?$")
+OWN_USER_PATH = re.compile(rf"^/api/users/{NUMBER}/?$")
+# Read by no annotator: they hold the receiver's secret, every vote, or the server's configuration.
+NEVER_READ = re.compile(r"^/api/(webhooks|invite|storages|import|export|organizations/\d+/memberships)")
+# The Data Manager's one action that changes nothing: the labelling stream's next task.
+READ_ACTIONS = ("next_task",)
+# A project's pages and reads an annotator of it may not have.
+PROJECT_NEVER_READ = re.compile(r"^/(export|exports|imports|reimports|settings|import|annotators)")
+# Writes an annotator makes as itself (each checked further below).
+OWN_WRITES = re.compile(r"^/(api/current-user/|user/(login|logout|account))")
+# The lists of projects, answered with the annotator's own only.
+PROJECT_LISTS = ("/api/projects", "/api/projects/counts")
+
+
+class Grants:
+    """The grants file, read again whenever it changed (every worker process reads the same file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen: tuple[float, int] | None = None
+        self.data: dict[str, Any] = {"projects_of_user": {}, "invite": ""}
+
+    def current(self) -> dict[str, Any]:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return self.data
+        if self._seen != (stat.st_mtime, stat.st_size):
+            self.data = {**self.data, **json.loads(self.path.read_text(encoding="utf-8"))}
+            self._seen = (stat.st_mtime, stat.st_size)
+        return self.data
+
+    def update(self, change: dict[str, Any]) -> dict[str, Any]:
+        """Merge a change (admin only), under a lock across worker processes; the invitation made once."""
+        with (self.path.parent / (self.path.name + ".lock")).open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = dict(self.current())
+            data["invite"] = data.get("invite") or secrets.token_urlsafe(24)
+            granted = {user: set(projects) for user, projects in data["projects_of_user"].items()}
+            for user, projects in change.get("projects_of_user", {}).items():
+                granted.setdefault(str(user), set()).update(int(project) for project in projects)
+            data["projects_of_user"] = {user: sorted(projects) for user, projects in granted.items()}
+            temporary = self.path.with_suffix(".tmp")
+            temporary.write_text(json.dumps(data), encoding="utf-8")
+            os.chmod(temporary, 0o600)
+            temporary.replace(self.path)
+            self._seen = None
+            return self.current()
+
+
+def _refused(why: str) -> Any:
+    from django.http import JsonResponse
+
+    return JsonResponse({"detail": f"refused by the knowref60k access gate: {why}"}, status=403)
+
+
+def requester(request: Any) -> Any | None:
+    """The account making the request: by session or JWT (Label Studio's middleware set it), else by the
+    legacy API token."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return user
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header.startswith("Token "):
+        from rest_framework.authtoken.models import Token
+
+        found = Token.objects.filter(key=header.removeprefix("Token ").strip()).select_related("user").first()
+        return found.user if found is not None else None
+    return None
+
+
+class AccessGate:
+    """The middleware."""
+
+    def __init__(self, get_response: Callable[[Any], Any]) -> None:
+        self.get_response = get_response
+        self.grants = Grants(Path(os.environ[DATA_DIR_VARIABLE]) / "knowref60k-access.json")
+        self.owner = os.environ[OWNER_VARIABLE].lower()
+
+    def __call__(self, request: Any) -> Any:
+        path = request.path_info
+        if path.rstrip("/") == SIGN_UP_PATH.rstrip("/") and request.method not in SAFE:
+            return self._sign_up(request)
+        user = requester(request)
+        if user is None:
+            return _refused("sign in first") if path == GRANTS_PATH else self.get_response(request)
+        if user.email.lower() == self.owner or user.is_superuser:
+            if path != GRANTS_PATH:
+                return self.get_response(request)
+            # By token only: a page the admin has open in a browser must not be able to post grants.
+            token = request.META.get("HTTP_AUTHORIZATION", "").startswith("Token ")
+            return self._grants(request) if token else _refused("grants are changed by API token only")
+        why = self.refusal(request, user)
+        if why is not None:
+            log.warning("refused %s %s of %s: %s", request.method, path, user.email, why)
+            return _refused(why)
+        response = self.get_response(request)
+        if request.method == "GET" and path.rstrip("/") in PROJECT_LISTS:
+            self._only_allowed_projects(response, user)
+        return response
+
+    def _sign_up(self, request: Any) -> Any:
+        invite = self.grants.current().get("invite") or ""
+        given = request.GET.get(INVITE_PARAMETER, "")
+        if not invite or not hmac.compare_digest(given.encode(), invite.encode()):
+            return _refused("sign-up is by the pipeline's invitation only")
+        return self.get_response(request)
+
+    def _grants(self, request: Any) -> Any:
+        from django.http import JsonResponse
+
+        if request.method == "POST":
+            return JsonResponse(self.grants.update(json.loads(request.body or b"{}")))
+        return JsonResponse(self.grants.update({}))
+
+    def allowed(self, user: Any, project: Any) -> bool:
+        return project in self.grants.current()["projects_of_user"].get(str(user.id), ())
+
+    def refusal(self, request: Any, user: Any) -> str | None:
+        """Why the annotator `user` may not make this request; None when it may."""
+        path, method = request.path_info, request.method
+        if NEVER_READ.match(path) or path == GRANTS_PATH:
+            return "not for annotators"
+        for pattern, check in (
+            (PROJECT_PATH, self._project),
+            (TASK_PATH, self._task),
+            (ANNOTATION_PATH, self._annotation),
+            (DRAFT_PATH, self._draft),
+            (OWN_USER_PATH, self._user),
+        ):
+            found = pattern.match(path)
+            if found:
+                return check(request, user, int(found.group(1)), found.groups()[-1] or "/")
+        project = request.GET.get("project") or request.GET.get("project_id")
+        if project is not None and not (project.isdigit() and self.allowed(user, int(project))):
+            return "not a project of your stage"
+        if project is None and (path.startswith("/api/dm/") or path.rstrip("/") == "/api/tasks"):
+            return "tasks are listed by project"
+        if method in SAFE or OWN_WRITES.match(path):
+            return None
+        if path.rstrip("/") == "/api/dm/actions" and request.GET.get("id") in READ_ACTIONS:
+            return None
+        return "annotators write only their own votes"
+
+    def _project(self, request: Any, user: Any, project: int, rest: str) -> str | None:
+        if not self.allowed(user, project):
+            return "not a project of your stage"
+        if PROJECT_NEVER_READ.match(rest):
+            return "not for annotators"
+        return None if request.method in SAFE else "annotators do not change projects"
+
+    def _task(self, request: Any, user: Any, task: int, rest: str) -> str | None:
+        from tasks.models import Task
+
+        project = Task.objects.filter(id=task).values_list("project_id", flat=True).first()
+        if not self.allowed(user, project):
+            return "not a task of your stage"
+        if request.method in SAFE:
+            return None
+        if rest.rstrip("/") == "/annotations" and request.method == "POST":
+            return _names_another(request, user)
+        if rest.rstrip("/") == "/drafts" and request.method == "POST":
+            return None
+        return "annotators do not change tasks"
+
+    def _annotation(self, request: Any, user: Any, annotation: int, rest: str) -> str | None:
+        from tasks.models import Annotation
+
+        found = Annotation.objects.filter(id=annotation).values_list("project_id", "completed_by_id").first()
+        if found is None or not self.allowed(user, found[0]):
+            return "not an annotation of your stage"
+        if request.method in SAFE:
+            return None
+        if found[1] != user.id:
+            return "annotators change only their own votes"
+        return _names_another(request, user)
+
+    def _draft(self, request: Any, user: Any, draft: int, rest: str) -> str | None:
+        from tasks.models import AnnotationDraft
+
+        found = AnnotationDraft.objects.filter(id=draft).values_list("task__project_id", "user_id").first()
+        if found is None or not self.allowed(user, found[0]):
+            return "not a draft of your stage"
+        return (
+            None
+            if request.method in SAFE or found[1] == user.id
+            else "annotators change only their own drafts"
+        )
+
+    def _user(self, request: Any, user: Any, other: int, rest: str) -> str | None:
+        return (
+            None if request.method in SAFE or other == user.id else "annotators change only their own profile"
+        )
+
+    def _only_allowed_projects(self, response: Any, user: Any) -> None:
+        """The project list as an annotator may see it: its stage's projects only."""
+        if response.status_code != 200:
+            return
+        body = json.loads(response.content)
+        listed = body.get("results") if isinstance(body, dict) else body
+        kept = [project for project in listed or [] if self.allowed(user, project.get("id"))]
+        body = {**body, "results": kept, "count": len(kept), "next": None} if isinstance(body, dict) else kept
+        response.content = json.dumps(body).encode()
+        if response.has_header("Content-Length"):
+            response["Content-Length"] = str(len(response.content))
+
+
+def _names_another(request: Any, user: Any) -> str | None:
+    """Why an annotation written in this request would not be the writer's own (it names another author)."""
+    try:
+        body = json.loads(request.body or b"{}")
+    except ValueError:
+        return None  # Label Studio refuses it itself
+    named = body.get("completed_by") if isinstance(body, dict) else None
+    named = named.get("id") if isinstance(named, dict) else named
+    if named is not None and named != user.id:
+        return "a vote is cast only in its writer's own name"
+    return None
