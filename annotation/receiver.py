@@ -434,6 +434,10 @@ class ReceiverProcess(Background):
 
     def start(self, config: LabellingConfig, items: list[Path], timeout: float = 60) -> str:
         """Start it, or restart it when it runs with another config or other item folders."""
+        with self.starting():
+            return self._start(config, items, timeout)
+
+    def _start(self, config: LabellingConfig, items: list[Path], timeout: float) -> str:
         folders = [str(path.resolve()) for path in items]
         wanted = orjson.dumps(
             {"config": dataclasses.asdict(config), "items": folders, "project": self.settings.project}

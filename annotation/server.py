@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -33,7 +34,7 @@ from .labelstudio_app.labelstudio_contract import (
     READ_FROM_VERSION,
     SETTINGS_MODULE,
 )
-from .settings import REPO, Settings, demo_settings, load_settings, receiver_url
+from .settings import REPO, Settings, demo_settings, load_settings, receiver_url, state_lock
 from .webhooks import banned_networks
 
 LABEL_STUDIO = Path(
@@ -121,11 +122,23 @@ class Background:
             if healthy():
                 return
             if process.poll() is not None:
-                self.pid_file.unlink(missing_ok=True)  # it held the pid of the process that just ended
+                self.forget(process.pid)
                 raise RuntimeError(f"{self.title} exited with code {process.returncode}; see {self.log_file}")
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"{self.title} did not answer within {timeout:.0f} s; see {self.log_file}")
+
+    def forget(self, pid: int) -> None:
+        """Remove the pid file if it holds `pid` (a process that ended), never another's."""
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            if int(self.pid_file.read_text()) == pid:
+                self.pid_file.unlink()
+
+    def starting(self) -> AbstractContextManager[None]:
+        """One start at a time of this server, across processes: two at once would each spawn one, and
+        the loser's exit would leave the winner without its pid file."""
+        private_dir(self.state_dir)
+        return state_lock(self.settings, f"start-{self.name}-{self.settings.port}")
 
     def stop(self, timeout: float = 30.0) -> str:
         pid = self.pid()
@@ -184,6 +197,10 @@ class Server(Background):
 
     def start(self, timeout: float = START_TIMEOUT) -> str:
         """Start (or find running) and wait until /health answers; returns a line saying which."""
+        with self.starting():
+            return self._start(timeout)
+
+    def _start(self, timeout: float) -> str:
         if self.healthy():
             note = self.start_settle_worker(self.environment(), timeout) if self.multiprocess else ""
             return f"Label Studio already running at {self.settings.url}{note}"

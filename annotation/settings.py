@@ -90,13 +90,15 @@ def read_env_file(path: Path) -> dict[str, str]:
     return values
 
 
-def write_default_env_file(path: Path) -> dict[str, str]:
+def write_default_env_file(path: Path, kept: dict[str, str] | None = None) -> dict[str, str]:
+    """Write `.env` with fresh secrets, keeping the values of `kept` (a partial `.env`'s)."""
     values = {
         "LABEL_STUDIO_URL": f"http://127.0.0.1:{DEFAULT_PORT}",
         "LABEL_STUDIO_USERNAME": "admin@knowref60k.local",
         "LABEL_STUDIO_PASSWORD": secrets.token_urlsafe(18),
         "LABEL_STUDIO_API_KEY": secrets.token_hex(20),
     }
+    values.update({key: value for key, value in (kept or {}).items() if value})
     write_private(
         path,
         (
@@ -108,20 +110,22 @@ def write_default_env_file(path: Path) -> dict[str, str]:
 
 
 def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
-    """Environment first, then `.env`; with `create`, a missing `.env` is written with fresh secrets."""
+    """Environment first, then `.env`; with `create`, a missing `.env` is written with fresh secrets, and
+    a partial one completed (what it holds kept)."""
     values = read_env_file(env_file)
     from_environment = {key: os.environ[key] for key in KEYS if os.environ.get(key)}
-    if not values and create and len(from_environment) < len(KEYS):
+    incomplete = any(not (values.get(key) or from_environment.get(key)) for key in KEYS)
+    if create and incomplete:
         if not env_file.parent.is_dir():
             raise UserError(f"{env_file}: its folder does not exist (KNOWREF60K_ENV_FILE names the file)")
-        values = write_default_env_file(env_file)
+        values = write_default_env_file(env_file, values)
     values.update(from_environment)
     values.setdefault("LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
     missing = [key for key in KEYS if not values.get(key)]
     if missing:
         raise UserError(
             f"Label Studio settings missing: {', '.join(missing)}. "
-            f"Run `make labelstudio` (it writes {env_file}) or set them in the environment."
+            f"Run `make labelstudio` (it writes {env_file}, or completes it) or set them in the environment."
         )
     return Settings(
         url=values["LABEL_STUDIO_URL"].rstrip("/"),

@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         # Every table and input checked (in one line when one is bad) before Prefect starts or a dump is
         # read: a task that fails logs its traceback through Prefect before the error reaches us.
         RunConfig.load(Path(args.config) if args.config else None)
+        if args.label_studio:  # its login, before a minute of extraction
+            load_settings(create=True)
         for path in args.inputs:
             check_input(Path(path))
             detect_format(Path(path), args.input_format)

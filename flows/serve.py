@@ -1,4 +1,5 @@
-"""Start a local Prefect server (127.0.0.1:4200) and serve the scheduled deployments.
+"""Start a local Prefect server (127.0.0.1:4200) and serve the scheduled deployments; the server is
+stopped with them (one that was running before is left running).
 
     knowref60k serve [--dumps DIR] [--out output/run]      (make serve)
 
@@ -13,7 +14,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -39,12 +42,13 @@ def prefect_server_running() -> bool:
         return False
 
 
-def start_prefect_server() -> None:
+def start_prefect_server() -> subprocess.Popen[bytes] | None:
+    """Start the Prefect server unless one answers; returns the process started (None if none was)."""
     if prefect_server_running():
-        return
+        return None
     log = private_dir(Path(os.environ.get("PREFECT_HOME", REPO / ".prefect"))) / "server.log"
     with log.open("ab") as handle:
-        subprocess.Popen(
+        server = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(PORT)],
             stdout=handle,
             stderr=subprocess.STDOUT,
@@ -54,17 +58,35 @@ def start_prefect_server() -> None:
     deadline = time.monotonic() + 120
     while not prefect_server_running():
         if time.monotonic() > deadline:
+            stop_prefect_server(server)
             raise SystemExit(f"Prefect server did not start; see {log}")
         time.sleep(1)
+    return server
+
+
+def stop_prefect_server(server: subprocess.Popen[bytes]) -> None:
+    """Stop the server this command started, and what it started (it runs in a session of its own)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
 
 
 def start_receiver(items: Path) -> str:
-    """The vote receiver of the local Label Studio (settles each vote; the sync repairs what it misses)."""
+    """The vote receiver of the local Label Studio (settles each vote; the sync repairs what it misses),
+    unless one runs: that one is left as it is, with the item folders it was started with."""
     from knowref60k.labelling.config import load_labelling_config
     from knowref60k_annotation.receiver import ReceiverProcess
-    from knowref60k_annotation.settings import load_settings
+    from knowref60k_annotation.settings import load_settings, receiver_url
 
-    return ReceiverProcess(load_settings(create=True)).start(load_labelling_config(), [items])
+    receiver = ReceiverProcess(load_settings(create=True))
+    if receiver.healthy():
+        return f"vote receiver already running at {receiver_url(receiver.settings)}: left as it is"
+    return receiver.start(load_labelling_config(), [items])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,28 +94,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dumps", default=str(REPO / "dumps"), help="folder watched for new dumps")
     parser.add_argument("--out", default="output/run")
     args = parser.parse_args(argv)
-    start_prefect_server()
-    print(start_receiver(Path(args.out) / "items"), flush=True)
+    started = start_prefect_server()
+    try:
+        return serve_deployments(args.dumps, args.out)
+    finally:
+        if started is not None:
+            stop_prefect_server(started)
+
+
+def serve_deployments(dumps: str, out: str) -> int:
+    """Serve the scheduled deployments until stopped (the vote receiver started first)."""
+    print(start_receiver(Path(out) / "items"), flush=True)
     os.environ["PREFECT_API_URL"] = API
     from prefect import serve
 
     from knowref60k_flows.annotate import sync_flow
     from knowref60k_flows.watch import release_candidate_flow, watch_flow
 
-    print(f"Prefect UI: http://127.0.0.1:{PORT}  (watching {args.dumps}; Ctrl-C stops serving)", flush=True)
+    print(f"Prefect UI: http://127.0.0.1:{PORT}  (watching {dumps}; Ctrl-C stops serving)", flush=True)
     serve(
         watch_flow.to_deployment(
             name="watch-dumps",
             interval=timedelta(hours=1),
-            parameters={"dumps_dir": args.dumps, "out_dir": args.out},
+            parameters={"dumps_dir": dumps, "out_dir": out},
         ),
         sync_flow.to_deployment(
             name="labelling-sync",
             interval=timedelta(minutes=SYNC_MINUTES),
-            parameters={"items_dir": str(Path(args.out) / "items")},
+            parameters={"items_dir": str(Path(out) / "items")},
         ),
         release_candidate_flow.to_deployment(
-            name="monthly-release-candidate", cron="0 6 2 * *", parameters={"run_dir": args.out}
+            name="monthly-release-candidate", cron="0 6 2 * *", parameters={"run_dir": out}
         ),
     )
     return 0

@@ -17,6 +17,12 @@ from knowref60k.prepare.stages.mentions import UserMention
         "It was u/abc.",
         "Her profile r/u_alice says so.",
         "Ask u/some\\_name then.",
+        "Ask /user/some_name then.",
+        "Ask u /some_name then.",
+        "Ask u\\/some_name then.",
+        "Ask u\u2044some_name then.",
+        "Ask u\u2215some_name then.",
+        "Ask u\uff0fsome_name then.",
     ],
 )
 def test_a_sentence_naming_a_reddit_account_is_dropped(text: str) -> None:
@@ -26,7 +32,14 @@ def test_a_sentence_naming_a_reddit_account_is_dropped(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Anna told you/me that she left.", "She posts in r/books.", "It is flu/cold season.", "Ask u/ab then."],
+    [
+        "Anna told you/me that she left.",
+        "She posts in r/books.",
+        "It is flu/cold season.",
+        "Ask u/ab then.",
+        "Type the user/password pair.",
+        "Half\u2044quarter of you /them.",
+    ],
 )
 def test_slashes_that_name_no_account_are_kept(text: str) -> None:
     assert not names_a_user(text) and mask_user_mentions(text) == text

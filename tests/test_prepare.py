@@ -356,3 +356,21 @@ def test_items_whose_other_gender_pronoun_would_dangle_are_dropped_and_counted(t
         report = preparer.prepare_file(source, tmp_path / "items")
     assert report.stats["pronoun_gender"].dropped == {"other_gender_pronoun": 1}
     assert [item["candidate_id"] for item in pq.read_table(report.rows_path).to_pylist()] == ["fine"]
+
+
+def test_held_back_candidates_are_sent_against_the_index_they_were_held_back_against(tmp_path: Path) -> None:
+    """The documented command (`prepare OUT/items/X.below-threshold.parquet --out OUT/items`) finds the
+    run's index (OUT/dedup-index.sqlite) from the prepare report beside the file, not a new one in items/."""
+    from knowref60k.cli.prepare import held_back_against
+
+    items = tmp_path / "items"
+    items.mkdir()
+    run_index = tmp_path / "dedup-index.sqlite"
+    for stem in ("RC_a", "RC_b"):
+        (items / f"{stem}.below-threshold.parquet").write_bytes(b"")
+        (items / f"{stem}.prepare.json").write_bytes(orjson.dumps({"index": str(run_index)}))
+    held_back = sorted(items.glob("*.below-threshold.parquet"))
+    assert held_back_against(held_back) == run_index
+    (items / "RC_b.prepare.json").write_bytes(orjson.dumps({"index": str(tmp_path / "other.sqlite")}))
+    assert held_back_against(held_back) is None  # two indexes: the command's own default, or --index
+    assert held_back_against([items / "RC_a.prepare.json"]) is None  # not a held-back file

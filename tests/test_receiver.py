@@ -683,3 +683,30 @@ def test_a_forged_event_with_the_secret_changes_nothing_the_stored_task_does_not
         health = ReceiverProcess(project).health()
         # The screening task was set to the state its stored votes (none) call for: the one it had.
         assert health is not None and health["not_in_project"] == 1 and health["queued"] == 2
+
+
+@pytest.mark.integration
+def test_two_starts_at_once_make_one_server_that_stop_stops(
+    label_studio_template: Server, tmp_path: Path
+) -> None:
+    from tests.conftest import server_from_template
+
+    server = server_from_template(label_studio_template, tmp_path / "labelstudio")
+    answers: list[str] = []
+    starts = [
+        threading.Thread(target=lambda: answers.append(Server(server.settings).start())) for _ in range(2)
+    ]
+    for start in starts:
+        start.start()
+    for start in starts:
+        start.join(timeout=300)
+    try:
+        assert sorted(answer.split(" at ")[0] for answer in answers) == [
+            "Label Studio already running",
+            "Label Studio started",
+        ]
+        pid = server.pid()
+        assert pid is not None and server.healthy()
+    finally:
+        server.stop()
+    assert not server.healthy() and server.pid() is None

@@ -346,3 +346,17 @@ def test_a_password_in_a_url_is_masked_wherever_settings_are_shown(monkeypatch: 
     shown = {setting.key: setting.value for setting in connection_settings()}
     assert shown["url"] == "http://ops:***@ls.example:8080"
     assert shown["receiver_url"] == "http://hook:***@127.0.0.1:9/"
+
+
+def test_a_partial_env_file_is_completed_keeping_what_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    path = tmp_path / ".env"
+    path.write_text("LABEL_STUDIO_URL=http://127.0.0.1:8111\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"missing: LABEL_STUDIO_USERNAME.*or completes it"):
+        load_settings(path)
+    settings = load_settings(path, create=True)
+    assert settings.url == "http://127.0.0.1:8111" and settings.username and settings.api_key
+    assert mode(path) == 0o600 and load_settings(path) == settings

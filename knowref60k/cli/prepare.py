@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
+import orjson
 import typer
 
 from knowref60k.cli.common import (
@@ -24,7 +25,8 @@ def prepare(
     index: Annotated[
         Path | None,
         typer.Option(
-            help="De-duplication index (SQLite) shared by every run; default OUT/dedup-index.sqlite."
+            help="De-duplication index (SQLite) shared by every run; default: for held-back candidates the "
+            "index they were held back against (their prepare report names it), else OUT/dedup-index.sqlite."
         ),
     ] = None,
     config: ConfigOption = None,
@@ -51,7 +53,7 @@ def prepare(
                 f"{len(candidates) - len(files)} repeated candidates file(s) left out: each is prepared once"
             )
         settings = load_run_prepare_config(config, seed=seed, validity_threshold=validity_threshold)
-        index_path = index or out / "dedup-index.sqlite"
+        index_path = index or held_back_against(files) or out / "dedup-index.sqlite"
         output_folder(out)
         total = prepare_stats()
         with Preparer(settings, index_path) as preparer, progress_bar(in_bytes=False) as progress:
@@ -75,3 +77,19 @@ def held_back_text(stats: Any, threshold: float, out: Path) -> str:
         f"{held_back(stats):,} candidates scored below the validity threshold {threshold:g}: kept in "
         f"{out.resolve()}/*{HELD_BACK_SUFFIX}; to label them too: `{SEND_HELD_BACK}`, then push its items"
     )
+
+
+def held_back_against(files: list[Path]) -> Path | None:
+    """The index that files of held-back candidates were held back against, as the prepare report beside
+    each names it: sending them later must de-duplicate them against the run's items, not a new index.
+    None unless every file is one and their reports name the same index."""
+    from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX
+
+    named = set()
+    for path in files:
+        report = path.with_name(path.name.removesuffix(HELD_BACK_SUFFIX) + ".prepare.json")
+        if not path.name.endswith(HELD_BACK_SUFFIX) or not report.is_file():
+            return None
+        named.add(orjson.loads(report.read_bytes()).get("index"))
+    found = named.pop() if len(named) == 1 else None
+    return Path(found) if isinstance(found, str) else None

@@ -1,6 +1,8 @@
 """Reddit usernames written in text: `u/name` and `/u/name`, the forms Reddit turns into a link to the
-account, and links to an account's page (`reddit.com/user/name`). A sentence that holds one is not a
-candidate (extract's mention filter); a quarantined line keeps its text with each one masked."""
+account, `/user/name`, links to an account's page (`reddit.com/user/name`), and the spellings that show
+the same to a reader: a space before the slash, a Markdown-escaped slash, a slash look-alike (U+2044,
+U+2215, U+29F8, U+FF0F). A sentence that holds one is not a candidate (extract's mention filter); a
+quarantined line keeps its text with each one masked."""
 
 from __future__ import annotations
 
@@ -10,9 +12,13 @@ from typing import Any
 # A name: what Reddit allows in one (3-20 of these characters; any length is taken, so a longer run is
 # not let through half-masked), an underscore possibly escaped for Markdown.
 _NAME = r"(?:[A-Za-z0-9_-]|\\_)"
-# "u/" or "/u/" not inside a word or a path; a profile's subreddit ("r/u_name"); a link to a profile.
+_SLASH = r"\\?[/\u2044\u2215\u29f8\uff0f]"
+# "u/" or "/u/" or "/user/" not inside a word or a path; a profile's subreddit ("r/u_name"); a link to a
+# profile.
 USER_MENTION = re.compile(
-    rf"(?<![\w/])/?[uU]/{_NAME}{{3,}}|(?<!\w)/?[rR]/u_{_NAME}+|(?i:reddit\.com/u(?:ser)?/){_NAME}+"
+    rf"(?<![\w/\\])(?:(?:{_SLASH})?[uU]|{_SLASH}(?i:user)) ?{_SLASH}{_NAME}{{3,}}"
+    rf"|(?<!\w)(?:{_SLASH})?[rR]{_SLASH}u_{_NAME}+"
+    rf"|(?i:reddit\.com{_SLASH}u(?:ser)?{_SLASH}){_NAME}+"
 )
 MASKED_MENTION = "u/<redacted>"
 # The subreddit of a comment posted on a user's profile is named after the user.
