@@ -150,7 +150,14 @@ def push_and_collect(settings: Settings, items: int, scratch: Path) -> dict[str,
         users = [a.user_id for a in create_accounts(client, "resolver", 5, "bench-")]
         for start in range(0, items, 1000):
             batch = [annotated_task(n, users) for n in range(start, min(start + 1000, items))]
-            client.call(client.sdk.projects.import_tasks, project, request=batch)
+            imported = client.call(
+                client.sdk.projects.import_tasks, project, request=batch, return_task_ids=True
+            )
+            # On record as if the pipeline had pushed them, so that collect reads them as its own tasks.
+            given = [
+                (int(task_id), task["data"]) for task_id, task in zip(imported.task_ids, batch, strict=True)
+            ]
+            client.records.record_tasks(project, RESOLUTION, given)
         started = time.perf_counter()
         collected = collect(client, scratch / "collect", CONFIG)
         results["collect_seconds"] = round(time.perf_counter() - started, 2)

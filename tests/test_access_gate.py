@@ -89,6 +89,26 @@ def test_an_annotator_opens_its_stage_and_writes_only_its_own_votes(
             ]:
                 answer = a.http.request(method, path, json=body)
                 assert answer.status_code == REFUSED, (method, path, answer.status_code, answer.text[:200])
+            # Nor by another spelling of the token's keyword, a form instead of JSON, a move of a vote
+            # to another task, or an email made the admin's in another case.
+            token = a.http.headers["Authorization"].split(" ", 1)[1]
+            for header in (f"token {token}", f"TOKEN {token}"):
+                plain = httpx.post(
+                    f"{project_settings.url}{votes}",
+                    json={"result": result(label), "completed_by": other.user_id},
+                    headers={"Authorization": header},
+                )
+                assert plain.status_code == REFUSED, header
+            bearer = {"Authorization": "Bearer x"}
+            unknown = httpx.post(f"{project_settings.url}{votes}", json={}, headers=bearer)
+            assert unknown.status_code == 401 and "unknown credentials" in unknown.text
+            as_form = a.http.post(votes, data={"result": "[]", "completed_by": str(other.user_id)})
+            assert as_form.status_code == REFUSED and "JSON" in as_form.text
+            (screening_task,) = client.records.tasks_of(screening)
+            moved = a.http.patch(f"/api/annotations/{mine}/", json={"task": screening_task})
+            assert moved.status_code == REFUSED
+            admin_like = {"email": project_settings.username.upper()}
+            assert a.http.patch(f"/api/users/{one.user_id}/", json=admin_like).status_code == REFUSED
             assert a.http.patch(f"/api/users/{one.user_id}/", json={"first_name": "Ann"}).status_code == 200
             assert (
                 a.http.patch(f"/api/annotations/{mine}/", json={"result": result(label)}).status_code == 200
@@ -114,4 +134,4 @@ def test_sign_up_is_by_the_pipelines_invitation_only(project_settings: Settings)
         assert "invited@example.org" in {user["email"] for user in client.users()}
     # Nor can a browser page the admin has open post grants: by API token only.
     with httpx.Client(base_url=project_settings.url) as anonymous:
-        assert anonymous.post(GRANTS_PATH, json={}).status_code == REFUSED
+        assert anonymous.post(GRANTS_PATH, json={}).status_code == 401

@@ -96,23 +96,23 @@ class Grants:
             return self.current()
 
 
-def _refused(why: str) -> Any:
+def _refused(why: str, status: int = 403) -> Any:
     from django.http import JsonResponse
 
-    return JsonResponse({"detail": f"refused by the knowref60k access gate: {why}"}, status=403)
+    return JsonResponse({"detail": f"refused by the knowref60k access gate: {why}"}, status=status)
 
 
 def requester(request: Any) -> Any | None:
     """The account making the request: by session or JWT (Label Studio's middleware set it), else by the
-    legacy API token."""
+    legacy API token (its keyword in any case, as Django REST framework reads it)."""
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return user
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    if header.startswith("Token "):
+    keyword, _, key = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
+    if keyword.lower() == "token" and key.strip():
         from rest_framework.authtoken.models import Token
 
-        found = Token.objects.filter(key=header.removeprefix("Token ").strip()).select_related("user").first()
+        found = Token.objects.filter(key=key.strip()).select_related("user").first()
         return found.user if found is not None else None
     return None
 
@@ -123,7 +123,18 @@ class AccessGate:
     def __init__(self, get_response: Callable[[Any], Any]) -> None:
         self.get_response = get_response
         self.grants = Grants(Path(os.environ[DATA_DIR_VARIABLE]) / "knowref60k-access.json")
-        self.owner = os.environ[OWNER_VARIABLE].lower()
+        self.owner_email = os.environ[OWNER_VARIABLE]
+        self._owner_id: int | None = None
+
+    def is_owner(self, user: Any) -> bool:
+        """Whether `user` is the pipeline's account: the one its exact email named first (an account
+        may change its own email, never to one taken, but to another spelling of it)."""
+        if self._owner_id is None:
+            from django.contrib.auth import get_user_model
+
+            found = get_user_model().objects.filter(email=self.owner_email).values_list("id", flat=True)
+            self._owner_id = found.first()
+        return self._owner_id is not None and user.id == self._owner_id
 
     def __call__(self, request: Any) -> Any:
         path = request.path_info
@@ -131,8 +142,11 @@ class AccessGate:
             return self._sign_up(request)
         user = requester(request)
         if user is None:
-            return _refused("sign in first") if path == GRANTS_PATH else self.get_response(request)
-        if user.email.lower() == self.owner or user.is_superuser:
+            # Credentials the gate cannot tell the account of must not reach a view that could.
+            if request.META.get("HTTP_AUTHORIZATION") or path == GRANTS_PATH:
+                return _refused("unknown credentials", status=401)
+            return self.get_response(request)
+        if self.is_owner(user):
             if path != GRANTS_PATH:
                 return self.get_response(request)
             # By token only: a page the admin has open in a browser must not be able to post grants.
@@ -206,7 +220,7 @@ class AccessGate:
         if request.method in SAFE:
             return None
         if rest.rstrip("/") == "/annotations" and request.method == "POST":
-            return _names_another(request, user)
+            return _names_another(request, user, task, project)
         if rest.rstrip("/") == "/drafts" and request.method == "POST":
             return None
         return "annotators do not change tasks"
@@ -214,14 +228,18 @@ class AccessGate:
     def _annotation(self, request: Any, user: Any, annotation: int, rest: str) -> str | None:
         from tasks.models import Annotation
 
-        found = Annotation.objects.filter(id=annotation).values_list("project_id", "completed_by_id").first()
+        found = (
+            Annotation.objects.filter(id=annotation)
+            .values_list("project_id", "completed_by_id", "task_id")
+            .first()
+        )
         if found is None or not self.allowed(user, found[0]):
             return "not an annotation of your stage"
         if request.method in SAFE:
             return None
         if found[1] != user.id:
             return "annotators change only their own votes"
-        return _names_another(request, user)
+        return _names_another(request, user, found[2], found[0])
 
     def _draft(self, request: Any, user: Any, draft: int, rest: str) -> str | None:
         from tasks.models import AnnotationDraft
@@ -236,9 +254,13 @@ class AccessGate:
         )
 
     def _user(self, request: Any, user: Any, other: int, rest: str) -> str | None:
-        return (
-            None if request.method in SAFE or other == user.id else "annotators change only their own profile"
-        )
+        if request.method in SAFE:
+            return None
+        if other != user.id:
+            return "annotators change only their own profile"
+        # Its email is how the pipeline's records know the account.
+        body = _body(request)
+        return "an annotator's email is not changed" if body is None or "email" in body else None
 
     def _only_allowed_projects(self, response: Any, user: Any) -> None:
         """The project list as an annotator may see it: its stage's projects only."""
@@ -253,14 +275,33 @@ class AccessGate:
             response["Content-Length"] = str(len(response.content))
 
 
-def _names_another(request: Any, user: Any) -> str | None:
-    """Why an annotation written in this request would not be the writer's own (it names another author)."""
+def _body(request: Any) -> dict[str, Any] | None:
+    """The request's JSON object; None when it sends anything else (a form would be read by Label Studio
+    too, and the gate does not read forms)."""
+    if not request.body:
+        return {}
+    if request.content_type != "application/json":
+        return None
     try:
-        body = json.loads(request.body or b"{}")
+        body = json.loads(request.body)
     except ValueError:
-        return None  # Label Studio refuses it itself
-    named = body.get("completed_by") if isinstance(body, dict) else None
+        return {}  # Label Studio refuses it itself
+    return body if isinstance(body, dict) else {}
+
+
+def _names_another(request: Any, user: Any, task: int, project: int) -> str | None:
+    """Why an annotation written in this request would not be the writer's own vote on its task: it
+    names another author or writer, or moves it to another task or project."""
+    body = _body(request)
+    if body is None:
+        return "votes are sent as JSON"
+    named = body.get("completed_by")
     named = named.get("id") if isinstance(named, dict) else named
-    if named is not None and named != user.id:
+    if (named is not None and named != user.id) or "updated_by" in body:
         return "a vote is cast only in its writer's own name"
+    moved = {key: str(body[key]) for key in ("task", "project") if key in body}
+    if moved and moved != {
+        key: str(value) for key, value in (("task", task), ("project", project)) if key in moved
+    }:
+        return "a vote stays on its task"
     return None

@@ -74,7 +74,7 @@ GRANTS_PATH = "/knowref60k/access"
 INVITE_PARAMETER = "knowref60k_invite"
 GATE_FIELDS = {
     "tasks.models.Task": ("project_id",),
-    "tasks.models.Annotation": ("project_id", "completed_by_id"),
+    "tasks.models.Annotation": ("project_id", "completed_by_id", "task_id"),
     "tasks.models.AnnotationDraft": ("task_id", "user_id"),
     "rest_framework.authtoken.models.Token": ("key", "user_id"),
 }
