@@ -164,10 +164,11 @@ bench-overlap: setup ## Overlap index of RC_sample_1M.zst; WSC / DPR / WinoGrand
 bench-debias: setup ## AFLite on WinoGrande's train_l.tsv with n-gram and encoder features: times and evidence
 	$(PY) benchmarks/bench_debias.py
 
-bench-annotation: setup $(LS_VENV)/.installed postgresql ## Label Studio under concurrent annotators, on SQLite then PostgreSQL; its connections' cost
+bench-annotation: setup $(LS_VENV)/.installed postgresql ## Label Studio under concurrent annotators, on SQLite then PostgreSQL; its connections' cost; the vote ledger's
 	$(PY) benchmarks/bench_annotation.py; missed=$$?; \
 		$(PY) benchmarks/bench_annotation.py --items 0 --database postgresql || missed=1; \
-		$(PY) benchmarks/bench_connections.py || missed=1; exit $$missed
+		$(PY) benchmarks/bench_connections.py || missed=1; \
+		$(PY) benchmarks/bench_ledger.py || missed=1; exit $$missed
 
 serve: setup $(LS_VENV)/.installed ## Local Prefect server (127.0.0.1:4200) + scheduled deployments (DUMPS_DIR=dumps)
 	$(KNOWREF60K) serve --dumps $(or $(DUMPS_DIR),dumps) --out $(OUT)

@@ -17,6 +17,7 @@ from knowref60k.labelling.status import status
 
 VOTE_COLUMNS = ["stage", "item_id", "annotation_id", "annotator_id", "choice", "created_at", "updated_at"]
 TASK_COLUMNS = ["stage", "item_id", "task_id", "is_labeled"]
+TRUST_REPORT = ("differences", "projects_gone", "lookalike_projects")
 
 
 def read_status(out: Path, config: LabellingConfig) -> dict[str, Any]:
@@ -32,9 +33,12 @@ def read_status(out: Path, config: LabellingConfig) -> dict[str, Any]:
     )
     votes: list[Mapping[str, Any]] = list(read_rows(out / "votes.parquet", VOTE_COLUMNS, "votes"))
     emails = {int(uid): email for uid, email in report.get("emails", {}).items()}
-    return status(
+    found = status(
         tasks, votes, config, control_answers(config.controls), emails, report.get("refused_votes", {})
     )
+    # What Label Studio showed differently from the pipeline's records at that collect.
+    found["label_studio"] = {key: report.get(key, {}) for key in TRUST_REPORT}
+    return found
 
 
 def _value(value: Any) -> str:
@@ -56,6 +60,9 @@ def render_status(found: dict[str, Any]) -> str:
         f"kept {found['kept']:,}; votes {found['votes']:,} over both stages, "
         f"{_value(found['votes_per_kept_item'])} per kept item; refused {found['refused_votes'] or 'none'}"
     )
+    differs = {key: value for key, value in found.get("label_studio", {}).items() if value}
+    if differs:
+        lines.append(f"Label Studio against the pipeline's records (votes count as first seen): {differs}")
     people = [["annotator", "stage", "votes", "agreement_with_decision", "control_votes", "control_accuracy"]]
     for name, quality in found["annotators"].items():
         people.append([name, *(_value(quality[c]) for c in people[0][1:])])

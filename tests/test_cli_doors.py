@@ -143,3 +143,16 @@ def test_the_makefiles_user_targets_are_aliases_of_knowref60k_commands(target: s
         re.match(rf"\$\((KNOWREF60K|VENV)\)(/bin/knowref60k)? {re.escape(command)}\b", line) for line in lines
     )
     assert not any("python -m" in line or "$(PY) -m" in line for line in lines), lines
+
+
+def test_the_flows_keep_prefect_at_home_and_silent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a flow command runs Prefect with unless told otherwise (what `make run` sets)."""
+    from knowref60k_flows.cli import prefect_defaults
+
+    monkeypatch.chdir(tmp_path)
+    assert prefect_defaults() == {
+        "PREFECT_HOME": str(tmp_path / ".prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+    }
+    assert (tmp_path / ".prefect").is_dir()

@@ -75,6 +75,11 @@ def test_votes_changed_reassigned_or_deleted_after_they_were_seen_count_as_first
     assert votes(tmp_path / "b") == votes(tmp_path / "a")
     assert second["refused_votes"] == {CHANGED_AFTER_SEEN: 2}
     assert second["differences"] == {"resolution.changed_after_seen": 2, "resolution.gone_after_seen": 1}
+    from knowref60k_annotation.status import read_status, render_status
+
+    shown = read_status(tmp_path / "b", CONFIG)
+    assert shown["label_studio"]["differences"] == second["differences"]
+    assert "resolution.gone_after_seen" in render_status(shown)
     ledger = (project_settings.state_dir / "records" / "annotations.jsonl").read_bytes().splitlines()
     assert len(ledger) == 5  # three votes as first seen, two later versions
 
