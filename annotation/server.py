@@ -32,6 +32,7 @@ from .labelstudio_app.labelstudio_contract import (
     HEALTH_PATH,
     INIT_COMMAND,
     READ_FROM_VERSION,
+    RECEIVER_VARIABLE,
     SETTINGS_MODULE,
 )
 from .settings import REPO, Settings, demo_settings, load_settings, receiver_url, state_lock
@@ -172,6 +173,7 @@ class Server(Background):
         env = {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
         env.update(self.label_studio_variables())
         env[CONNECTION_MAX_AGE] = str(connection_max_age())
+        env[RECEIVER_VARIABLE] = receiver_url(self.settings)
         return env
 
     def label_studio_variables(self) -> dict[str, str]:

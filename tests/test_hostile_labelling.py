@@ -123,6 +123,12 @@ def test_the_users_command_refuses_a_count_out_of_bounds_in_one_line() -> None:
     )
 
 
+def test_forgetting_a_project_of_no_stage_is_one_line() -> None:
+    result = CliRunner().invoke(app, ["annotate", "forget-project", "reviews"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: no stage 'reviews'; the stages are screening, resolution\n"
+
+
 @pytest.mark.parametrize(
     "database",
     ["postgresql://team:S3cretPassw0rd@db.example:5432", "postgresql://team:S3cretPassw0rd@db:port/x"],

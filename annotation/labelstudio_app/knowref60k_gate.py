@@ -28,15 +28,18 @@ import logging
 import os
 import re
 import secrets
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from labelstudio_contract import (
     DATA_DIR_VARIABLE,
     GRANTS_PATH,
     INVITE_PARAMETER,
     OWNER_VARIABLE,
+    RECEIVER_VARIABLE,
     SIGN_UP_PATH,
 )
 
@@ -56,6 +59,7 @@ READ_ACTIONS = ("next_task",)
 PROJECT_NEVER_READ = re.compile(r"^/(export|exports|imports|reimports|settings|import|annotators)")
 # Writes an annotator makes as itself (each checked further below).
 OWN_WRITES = re.compile(r"^/(api/current-user/|user/(login|logout|account))")
+WEBHOOKS = re.compile(r"^/api/webhooks(/|$)")
 # The lists of projects, answered with the annotator's own only.
 PROJECT_LISTS = ("/api/projects", "/api/projects/counts")
 
@@ -124,6 +128,7 @@ class AccessGate:
         self.get_response = get_response
         self.grants = Grants(Path(os.environ[DATA_DIR_VARIABLE]) / "knowref60k-access.json")
         self.owner_email = os.environ[OWNER_VARIABLE]
+        self.receiver = os.environ.get(RECEIVER_VARIABLE, "")
         self._owner_id: int | None = None
 
     def is_owner(self, user: Any) -> bool:
@@ -147,6 +152,8 @@ class AccessGate:
                 return _refused("unknown credentials", status=401)
             return self.get_response(request)
         if self.is_owner(user):
+            if WEBHOOKS.match(path) and request.method not in SAFE and (why := self._webhook(request)):
+                return _refused(why)
             if path != GRANTS_PATH:
                 return self.get_response(request)
             # By token only: a page the admin has open in a browser must not be able to post grants.
@@ -160,6 +167,21 @@ class AccessGate:
         if request.method == "GET" and path.rstrip("/") in PROJECT_LISTS:
             self._only_allowed_projects(response, user)
         return response
+
+    def _webhook(self, request: Any) -> str | None:
+        """Why a webhook may not be sent where this one points: Label Studio's SSRF guard lets the
+        receiver's host through on any port; only the receiver's own address and port are the pipeline's."""
+        body = _body(request)
+        if body is None:
+            return "webhooks are sent as JSON"
+        target = body.get("url")
+        if not isinstance(target, str) or not self.receiver:
+            return None
+        return (
+            None
+            if not _same_host(target, self.receiver) or _port(target) == _port(self.receiver)
+            else ("the receiver's host takes webhooks on the receiver's port only")
+        )
 
     def _sign_up(self, request: Any) -> Any:
         invite = self.grants.current().get("invite") or ""
@@ -305,3 +327,23 @@ def _names_another(request: Any, user: Any, task: int, project: int) -> str | No
     }:
         return "a vote stays on its task"
     return None
+
+
+def _addresses(url: str) -> set[str]:
+    host = urlsplit(url).hostname or ""
+    try:
+        return {str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        return set()
+
+
+def _same_host(url: str, receiver: str) -> bool:
+    return bool(_addresses(url) & _addresses(receiver))
+
+
+def _port(url: str) -> int | None:
+    parts = urlsplit(url)
+    try:
+        return parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return None

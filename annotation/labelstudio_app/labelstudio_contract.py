@@ -69,6 +69,7 @@ TASK_COLUMNS = (
 GATE_MIDDLEWARE = "knowref60k_gate.AccessGate"
 GATE_AFTER = "jwt_auth.middleware.JWTAuthenticationMiddleware"
 OWNER_VARIABLE = "LABEL_STUDIO_USERNAME"
+RECEIVER_VARIABLE = "KNOWREF60K_RECEIVER_URL"  # ours, not Label Studio's: where the gate lets webhooks go
 DATA_DIR_VARIABLE = "LABEL_STUDIO_BASE_DATA_DIR"
 GRANTS_PATH = "/knowref60k/access"
 INVITE_PARAMETER = "knowref60k_invite"
