@@ -210,3 +210,26 @@ def test_a_tenth_of_the_new_items_is_judged_twice_and_the_set_holds_the_settled_
     measured = script.agreement([(r["first"], r["second"]) for r in sample])
     assert measured["label"]["agree"] == sum(r["first"]["label"] == r["second"]["label"] for r in sample)
     assert measured["label"]["kappa"] >= 0.8
+
+
+def test_every_valid_item_has_a_judged_referent_and_two_blind_judges_agree() -> None:
+    """`reddit_referents.jsonl`: who the pronoun of each valid item refers to (data/eval/README.md,
+    "Resolution criteria"); `second_referents.jsonl`: a blind second verdict on 400 of them, settled."""
+    spec = importlib.util.spec_from_file_location("referents", REPO / "tools" / "eval" / "referents.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    gold = {r["candidate_id"]: r for r in map(orjson.loads, GOLD_FILE.read_bytes().splitlines())}
+    referents = {r["candidate_id"]: r for r in script.rows(script.REFERENTS)}
+    assert set(referents) == {cid for cid, r in gold.items() if r["label"] == "valid"}
+    for cid, line in referents.items():
+        assert line["referent"] in script.VALUES and line["split"] == gold[cid]["split"], cid
+    sample = script.rows(script.SECOND)
+    assert len(sample) >= 400
+    for record in sample:
+        assert referents[record["candidate_id"]]["referent"] == record["settled"]["referent"]
+        if record["settled_by"] == "agreement":
+            assert record["first"]["referent"] == record["second"]["referent"]
+    measured = script.agreement([(r["first"]["referent"], r["second"]["referent"]) for r in sample])
+    assert measured["agree"] == sum(r["settled_by"] == "agreement" for r in sample)
+    assert measured["kappa"] >= 0.8
