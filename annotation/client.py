@@ -159,15 +159,24 @@ class LabelStudioClient:
     def find_project(self, stage: str) -> Any | None:
         """The stage's project by the id recorded when the pipeline made it (None when it is gone: see
         `vanished`); before any is recorded, the project of that title the pipeline's own account made,
-        which is then recorded. A project of the same title made by another account is never used."""
+        which is then recorded with the tasks it holds (a project an earlier version made, or whose
+        records were lost, is trusted as it is found). A project of the same title made by another
+        account is never used."""
         title = self.title(stage)
         recorded = self.records.project(title)
         if recorded is not None:
             return self.call(self._unless_gone(self.sdk.projects.get), recorded)
         found = next((project for project in self._titled(title) if self._made_by_us(project)), None)
         if found is not None:
-            self.records.record_project(title, int(found.id))
+            self._adopt(int(found.id), stage, title)
         return found
+
+    def _adopt(self, project: int, stage: str, title: str) -> None:
+        known = self.records.tasks_of(project)
+        tasks = [(int(task["id"]), task["data"]) for task in self.export(project)]
+        self.records.record_tasks(project, stage, [task for task in tasks if task[0] not in known])
+        self.records.record_project(title, project)
+        log.info("adopted project %s (%s) with the %d tasks it holds", project, title, len(tasks))
 
     def vanished(self, stage: str) -> int | None:
         """The recorded id of the stage's project when Label Studio no longer has it."""

@@ -193,3 +193,25 @@ def test_the_ledger_keeps_first_versions_and_reports_later_ones(tmp_path: Path) 
     assert later.differences == {"changed_after_seen": 1, "gone_after_seen": 1}
     gone = trusted_votes(Records(settings), VoteLedger(settings), RESOLUTION, 1, None, frozenset())
     assert len(gone.read.votes) == 2 and gone.differences == {"project_gone": 1}
+
+
+@pytest.mark.integration
+def test_a_project_made_before_the_records_is_adopted_with_its_tasks(
+    project_settings: Settings, tmp_path: Path
+) -> None:
+    """A project the pipeline's account made while nothing was recorded (an earlier version, or records
+    lost): its tasks are recorded as found, so their votes count."""
+    with LabelStudioClient(project_settings) as client:
+        project, task_id = one_task(client)
+        (account,) = create_accounts(client, "resolver", 1)
+        session = AnnotatorSession(project_settings, account)
+        choose(session, task_id, item(0)["name1"])
+        session.close()
+    lost = project_settings.state_dir / "records"
+    for name in ("projects.json", "tasks.jsonl", "annotations.jsonl"):
+        (lost / name).unlink(missing_ok=True)  # no collect has run: no annotations.jsonl yet
+    with LabelStudioClient(project_settings) as client:
+        report = collect(client, tmp_path / "votes", CONFIG)
+        assert report["projects"] == {RESOLUTION: project} and not report["refused_votes"]
+        assert [(v[0], v[2]) for v in votes(tmp_path / "votes")] == [(item(0)["candidate_id"], "antecedent1")]
+        assert client.records.task(project, task_id) is not None
