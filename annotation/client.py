@@ -158,7 +158,7 @@ class LabelStudioClient:
 
     def find_project(self, stage: str) -> Any | None:
         """The stage's project by the id recorded when the pipeline made it (None when it is gone: see
-        `vanished`); before any is recorded, the project of that title the pipeline's own account made,
+        `gone_projects`); before any is recorded, the project of that title the pipeline's own account made,
         which is then recorded with the tasks it holds (a project an earlier version made, or whose
         records were lost, is trusted as it is found). A project of the same title made by another
         account is never used."""
@@ -178,18 +178,12 @@ class LabelStudioClient:
         self.records.record_project(title, project)
         log.info("adopted project %s (%s) with the %d tasks it holds", project, title, len(tasks))
 
-    def vanished(self, stage: str) -> int | None:
-        """The recorded id of the stage's project when Label Studio no longer has it."""
-        recorded = self.records.project(self.title(stage))
-        if recorded is None or self.call(self._unless_gone(self.sdk.projects.get), recorded) is not None:
-            return None
-        return recorded
-
-    def gone_projects(self, stage: str) -> list[int]:
-        """The stage's projects the pipeline made that Label Studio no longer has: the recorded one when it
-        vanished, and those retired (`forget-project`)."""
-        vanished = self.vanished(stage)
-        return [*self.records.retired(self.title(stage)), *([vanished] if vanished is not None else [])]
+    def gone_projects(self, stage: str, found: bool) -> list[int]:
+        """The stage's projects the pipeline made that Label Studio no longer has: those retired
+        (`forget-project`), and the recorded one when `find_project` just `found` none (it reads the
+        recorded id, so a None from it means that project is gone)."""
+        recorded = None if found else self.records.project(self.title(stage))
+        return [*self.records.retired(self.title(stage)), *([recorded] if recorded is not None else [])]
 
     def lookalikes(self, stage: str) -> list[int]:
         """Projects titled as the stage's that are not the pipeline's (made by another account)."""
@@ -243,7 +237,8 @@ class LabelStudioClient:
         return project_id
 
     def _refuse_vanished(self, stage: str) -> None:
-        gone = self.vanished(stage)
+        """Called when `find_project` found none: a recorded project is then gone."""
+        gone = self.records.project(self.title(stage))
         if gone is not None:
             raise UserError(
                 f"the {stage} project the pipeline made at {self.settings.url} (id {gone}) is gone "

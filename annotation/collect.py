@@ -50,7 +50,7 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
     emails = {user["id"]: user["email"] for user in client.users()}
     simulated = frozenset(uid for uid, email in emails.items() if email.startswith(SIMULATED_PREFIX))
     live = {stage: int(found.id) for stage in STAGES if (found := client.find_project(stage)) is not None}
-    gone = [(stage, project) for stage in STAGES for project in client.gone_projects(stage)]
+    gone = [(stage, project) for stage in STAGES for project in client.gone_projects(stage, stage in live)]
     if not live and not gone:
         raise UserError(
             f"no knowref60k project at {client.settings.url} named {client.settings.project!r}; "

@@ -68,6 +68,8 @@ class VoteLedger:
         self.file: Path = settings.state_dir / "records" / "annotations.jsonl"
         # By (project, task, annotation): Label Studio reuses a deleted row's id on SQLite.
         self._first: dict[tuple[int, int, int], dict[str, Any]] = {}
+        # The content of each annotation's first and of its last version seen.
+        self._first_content: dict[tuple[int, int, int], bytes] = {}
         self._last: dict[tuple[int, int, int], bytes] = {}
         self._tasks_of: dict[int, dict[int, list[int]]] = defaultdict(dict)  # project -> task -> annotations
         self._offset = 0
@@ -105,7 +107,7 @@ class VoteLedger:
                 for annotation_id in of_project.get(task_id, []):
                     key = (project, task_id, annotation_id)
                     found.first_by_task[task_id].append(self._first[key])
-                    if self._last[key] != content(self._first[key]):
+                    if self._last[key] != self._first_content[key]:
                         found.changed.add((task_id, annotation_id))
             return found
 
@@ -116,7 +118,7 @@ class VoteLedger:
                 continue
             annotation = row["annotation"]
             key = (row["project"], row["task_id"], annotation["id"])
-            if key not in self._first:
-                self._first[key] = annotation
-                self._tasks_of[row["project"]].setdefault(row["task_id"], []).append(annotation["id"])
             self._last[key] = content(annotation)
+            if key not in self._first:
+                self._first[key], self._first_content[key] = annotation, self._last[key]
+                self._tasks_of[row["project"]].setdefault(row["task_id"], []).append(annotation["id"])

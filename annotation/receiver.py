@@ -337,6 +337,8 @@ def handler_for(receiver: Receiver, idle_seconds: float = IDLE_SECONDS) -> type[
             self.rfile = io.BufferedReader(Replayed(head, self.connection))
 
         def do_POST(self) -> None:
+            # The door lets only a head with the secret through; checked again here, so that the handler
+            # holds wherever it is served.
             if not receiver.authorised(self.headers.get(SECRET_HEADER)):
                 receiver._count("refused")
                 log.warning("refused a webhook from %s: wrong or missing secret", self.client_address[0])

@@ -83,12 +83,16 @@ def annotator_of(annotation: Mapping[str, Any]) -> int:
     return int(completed_by["id"] if isinstance(completed_by, dict) else completed_by)
 
 
+def account_id(value: Any) -> int | None:
+    """An account as Label Studio gives it (an id, or an object with one); None for anything else."""
+    found = value.get("id") if isinstance(value, Mapping) else value
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
 def writer_of(annotation: Mapping[str, Any]) -> int | None:
     """The account Label Studio recorded as the annotation's last writer (`updated_by`), which no request
     can name: it is the account that made the request; None when none is recorded."""
-    writer = annotation.get(ANNOTATION_WRITER)
-    writer = writer.get("id") if isinstance(writer, Mapping) else writer
-    return writer if isinstance(writer, int) and not isinstance(writer, bool) else None
+    return account_id(annotation.get(ANNOTATION_WRITER))
 
 
 @dataclass
@@ -173,9 +177,7 @@ def refused_vote(
 ) -> dict[str, Any]:
     """An annotation refused before it is read as a vote (its task or its version is not trusted), as a
     vote whose choice is its result as given; built from whatever the annotation holds."""
-    author, writer = annotation.get("completed_by"), writer_of(annotation)
-    author = author.get("id") if isinstance(author, Mapping) else author
-    author = author if isinstance(author, int) and not isinstance(author, bool) else None
+    author, writer = account_id(annotation.get("completed_by")), writer_of(annotation)
     return {
         "stage": stage,
         "item_id": item_id,

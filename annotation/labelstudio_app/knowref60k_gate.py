@@ -175,13 +175,11 @@ class AccessGate:
         if body is None:
             return "webhooks are sent as JSON"
         target = body.get("url")
-        if not isinstance(target, str) or not self.receiver:
+        if not isinstance(target, str) or not self.receiver or not _same_host(target, self.receiver):
             return None
-        return (
-            None
-            if not _same_host(target, self.receiver) or _port(target) == _port(self.receiver)
-            else ("the receiver's host takes webhooks on the receiver's port only")
-        )
+        if _port(target) == _port(self.receiver):
+            return None
+        return "the receiver's host takes webhooks on the receiver's port only"
 
     def _sign_up(self, request: Any) -> Any:
         invite = self.grants.current().get("invite") or ""
