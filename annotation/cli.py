@@ -243,10 +243,12 @@ def simulate(
     annotators: Annotated[int, typer.Option(help="Simulated annotators (distinct accounts).")] = 5,
     accuracy: Annotated[float, typer.Option(help="Chance each answer is the right one.")] = 0.9,
     seed: Annotated[int, typer.Option(help="Seed of truths and errors.")] = 0,
+    clickers: Annotated[int, typer.Option(help="Of the annotators, how many answer at random.")] = 0,
     config: ConfigOption = None,
 ) -> None:
     """FOR DEMOS AND TESTS ONLY: simulated accounts take tasks from the stage's labelling stream and vote
-    through the API (screeners call every item valid unless they err; the demo gives them the gold set)."""
+    through the API (screeners call every item valid unless they err, resolvers name a seeded coin's
+    person unless they err; the demo gives both the gold set's answers)."""
     from .client import LabelStudioClient
     from .operations import simulate as run
 
@@ -254,7 +256,7 @@ def simulate(
         if stage not in STAGES:
             raise UserError(f"--stage must be one of {', '.join(STAGES)}, not {stage!r}")
         with LabelStudioClient(load_settings()) as client:
-            work = run(client, stage, annotators, accuracy, _config(config), seed=seed)
+            work = run(client, stage, annotators, accuracy, _config(config), seed=seed, clickers=clickers)
     typer.echo(f"{stage}: {work.total:,} simulated votes ({annotators} annotators, accuracy {accuracy})")
 
 

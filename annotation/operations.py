@@ -21,7 +21,16 @@ from .accounts import SIMULATED_PREFIX, ensure_accounts
 from .client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
 from .receiver import ReceiverProcess
 from .settle import promotion_lock
-from .simulate import AnnotatorSession, Work, resolver, screener, work_through
+from .simulate import (
+    AnnotatorSession,
+    Work,
+    account_accuracies,
+    clicker,
+    resolver,
+    screener,
+    with_clickers,
+    work_through,
+)
 from .tasks import CAREFUL, ORDER_SEED, simulated_truth
 
 
@@ -112,27 +121,44 @@ def simulate(
     annotators: int,
     accuracy: float,
     config: LabellingConfig,
-    screening_truth: Mapping[str, str] | None = None,
+    truth: Mapping[str, str] | None = None,
     seed: int = 0,
+    clickers: int = 0,
 ) -> Work:
     """FOR DEMOS AND TESTS: simulated accounts of the stage's role work through its labelling stream at
     the same time, as people do; each vote is settled by the vote receiver, as in production (the one
-    running, else one started here). Screeners answer `screening_truth` (item -> valid or a reason; "valid"
-    where it has none), resolvers a seeded coin."""
-    if stage == SCREENING:
-        truth = dict(screening_truth or {})
-        answer = screener(lambda item_id: truth.get(item_id, VALID), accuracy, seed)
-    else:
-        answer = resolver(simulated_truth(seed), accuracy, seed)
+    running, else one started here). Screeners answer `truth` (item -> valid or a reason; "valid" where it
+    has none); resolvers answer `truth` (item -> a name, "neither" or "unclear"; a seeded coin between the
+    names where it has none), each with an accuracy of its own around `accuracy`; the last `clickers`
+    accounts answer at random."""
+    known = dict(truth or {})
     accounts = ensure_accounts(client, STAGE_ROLES[stage], annotators, SIMULATED_PREFIX)
+    honest = [account.email for account in accounts[: max(0, annotators - clickers)]]
+    accuracies: dict[str, float | None] = {account.email: None for account in accounts}
+    if stage == SCREENING:
+        answer = screener(lambda item_id: known.get(item_id, VALID), accuracy, seed)
+        accuracies.update({email: accuracy for email in honest})
+    else:
+        coin = simulated_truth(seed)
+        drawn = account_accuracies(honest, accuracy, seed)
+        answer = resolver(lambda item_id: known.get(item_id) or coin(item_id), drawn.__getitem__, seed)
+        accuracies.update(drawn)
+    answer = with_clickers(answer, set(honest), clicker(seed))
     project = client.existing_project(stage)
     receiver = ReceiverProcess(client.settings)
     if not receiver.healthy():  # (it promotes nothing: it is given no items; `promote` does that)
         receiver.start(config, [])
     sessions = [AnnotatorSession(client.settings, account) for account in accounts]
     settled = received_and_settled(receiver)
+
+    def item_of(task: Mapping[str, Any]) -> str:
+        recorded = client.records.task(project, int(task["id"]))
+        return recorded.item_id if recorded is not None else str(task["data"]["item_id"])
+
     try:
-        return work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, settled)
+        work = work_through(sessions, project, STAGE_PROJECTS[stage].from_name, answer, settled, item_of)
     finally:
         for session in sessions:
             session.close()
+    work.accuracy = accuracies
+    return work

@@ -1,12 +1,18 @@
 """Simulated annotators, FOR DEMOS, TESTS AND BENCHMARKS ONLY: real accounts (emails starting with
 `simulated-`) that log in, take their next task from Label Studio's labelling stream and vote through
-the API, as a person's browser does. Each answer is seeded by (seed, item, account), so a rerun gives
-the same answers.
+the API, as a person's browser does.
 
 - screeners answer from a truth per item (the judged gold set in the demo) with a given accuracy; a
   wrong answer on an invalid item calls it valid, on a valid item gives a random reason;
-- resolvers answer a seeded coin per item (there is no real truth) with a given accuracy; a wrong answer
-  is one of the two other choices.
+- resolvers answer from a truth per item (the judged referent in the demo, `reddit_referents.jsonl`),
+  each account right with an accuracy of its own; a wrong answer is one of the two other choices; on an
+  item whose referent a careful reader cannot tell (`unclear`) they split between the two names, as
+  people do, so that the rule rejects it as ambiguous;
+- a clicker answers at random, whatever the item (an account to be caught by the controls).
+
+The k-th vote on an item draws its chance from (seed, item, k), whichever account Label Studio serves it
+to, and is right when that chance is below the account's accuracy: a rerun gives the same answers but for
+the order in which Label Studio happens to serve the accounts.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from typing import Any
 import httpx
 
 from knowref60k.core.errors import ServiceUnavailable, UserError
-from knowref60k.labelling.decisions import RESOLUTION_CHOICES, SCREENING_REASONS, VALID
+from knowref60k.labelling.decisions import NAMES, RESOLUTION_CHOICES, SCREENING_REASONS, VALID
+from knowref60k.labelling.referents import UNCLEAR
 
 from .accounts import submit_form
 from .labelstudio_app.labelstudio_contract import (
@@ -35,9 +42,11 @@ from .labelstudio_app.labelstudio_contract import (
 from .roster import Account
 from .settings import Settings
 
-# (item id, how many votes the simulation cast on it before) -> answer code: the k-th vote on an item is
-# the same whichever account Label Studio happens to serve it to, so a simulation is reproducible.
-Answer = Callable[[str, int], str]
+# (item id, how many votes the simulation cast on it before, the voting account's email) -> answer code.
+Answer = Callable[[str, int, str], str]
+# How far simulated resolvers' accuracies spread around their mean: a Beta distribution of this
+# concentration (a mean of 0.9 gives a standard deviation of about 0.05).
+ACCURACY_CONCENTRATION = 30.0
 
 
 class AnnotatorSession:
@@ -106,18 +115,58 @@ def _rng(seed: int, item_id: str, index: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def resolver(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
-    def answer(item_id: str, index: int) -> str:
+def account_accuracies(emails: Sequence[str], mean: float, seed: int) -> dict[str, float]:
+    """An accuracy per account, drawn from a Beta distribution around `mean` (seeded by the account), then
+    shifted together so that their mean is `mean` exactly; each within [0, 1]."""
+    if not emails:
+        return {}
+    if mean <= 0 or mean >= 1:
+        return {email: min(max(mean, 0.0), 1.0) for email in emails}
+    drawn = {}
+    for email in emails:
+        digest = hashlib.sha256(f"{seed}\x1faccuracy\x1f{email}".encode()).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "big"))
+        drawn[email] = rng.betavariate(mean * ACCURACY_CONCENTRATION, (1 - mean) * ACCURACY_CONCENTRATION)
+    shift = mean - sum(drawn.values()) / len(drawn)
+    return {email: round(min(max(value + shift, 0.0), 1.0), 4) for email, value in drawn.items()}
+
+
+def resolver(truth: Callable[[str], str], accuracy: Callable[[str], float], seed: int) -> Answer:
+    """Right with the voting account's `accuracy` on an item whose truth is a name or "neither"; on an
+    unclear item, one of the two names at random."""
+
+    def answer(item_id: str, index: int, email: str) -> str:
         rng, right = _rng(seed, item_id, index), truth(item_id)
-        if rng.random() < accuracy:
+        if right == UNCLEAR:
+            return rng.choice(NAMES)
+        if rng.random() < accuracy(email):
             return right
         return rng.choice([choice for choice in RESOLUTION_CHOICES if choice != right])
 
     return answer
 
 
+def clicker(seed: int) -> Answer:
+    """An account that answers at random among the resolution choices, whatever the item."""
+
+    def answer(item_id: str, _index: int, email: str) -> str:
+        digest = hashlib.sha256(f"{seed}\x1fclick\x1f{item_id}\x1f{email}".encode()).digest()
+        return RESOLUTION_CHOICES[int.from_bytes(digest[:8], "big") % len(RESOLUTION_CHOICES)]
+
+    return answer
+
+
+def with_clickers(answer: Answer, honest: set[str], click: Answer) -> Answer:
+    """`answer` for the `honest` accounts, `click` for every other."""
+
+    def chosen(item_id: str, index: int, email: str) -> str:
+        return (answer if email in honest else click)(item_id, index, email)
+
+    return chosen
+
+
 def screener(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
-    def answer(item_id: str, index: int) -> str:
+    def answer(item_id: str, index: int, _email: str) -> str:
         rng, right = _rng(seed, item_id, index), truth(item_id)
         if rng.random() < accuracy:
             return right
@@ -128,9 +177,11 @@ def screener(truth: Callable[[str], str], accuracy: float, seed: int) -> Answer:
 
 @dataclass
 class Work:
-    """What a simulation did: votes cast per account."""
+    """What a simulation did: votes cast per account, and the accuracy each resolver was given (a clicker's
+    is None)."""
 
     votes: dict[str, int] = field(default_factory=dict)
+    accuracy: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -183,11 +234,14 @@ def work_through(
     from_name: str,
     answer: Answer,
     idle_settled: Callable[[int], bool],
+    item_of: Callable[[Mapping[str, Any]], str] | None = None,
     pause: float = 0.3,
 ) -> Work:
     """The annotators work at the same time, a thread each, as people do: ask for the next task, vote,
     until none of them is served anything and `idle_settled(votes cast)` says every vote has reached the
-    vote receiver and been settled by it, as in production."""
+    vote receiver and been settled by it, as in production. `item_of` tells the item a served task holds
+    (the pipeline's records, where a task's data does not say: a control's); by default its data's."""
+    find_item = item_of or (lambda task: str(task["data"]["item_id"]))
     work = Work({session.account.email: 0 for session in sessions})
     stream = Stream(idle_settled)
     failures: list[BaseException] = []
@@ -202,8 +256,8 @@ def work_through(
                         time.sleep(pause)
                     continue
                 stream.working(email)
-                item_id = task["data"]["item_id"]
-                session.vote(task, answer(item_id, stream.next_vote(item_id)), from_name)
+                item_id = find_item(task)
+                session.vote(task, answer(item_id, stream.next_vote(item_id), email), from_name)
                 work.votes[email] += 1
         except BaseException as error:  # the caller raises it; the others stop
             failures.append(error)

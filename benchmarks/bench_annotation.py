@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import os
 import secrets
 import signal
@@ -44,9 +45,10 @@ import pyarrow.parquet as pq
 from knowref60k.core.console import make_console
 from knowref60k.core.errors import ServiceUnavailable
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.costs import outcomes, resolver_answers, screener_answers
+from knowref60k.labelling.costs import outcomes, resolving, screener_answers
 from knowref60k.labelling.decisions import RESOLUTION, decide_stage, distinct_votes
 from knowref60k.labelling.labelstudio_table import DEFAULT_WORKERS, LabelStudioConfig
+from knowref60k.labelling.referents import UNCLEAR, unclear_share
 from knowref60k.labelling.separation import NOT_ITS_AUTHOR, STAGE_ROLES
 from knowref60k.labelling.slots import POLICIES
 from knowref60k_annotation.accounts import create_accounts
@@ -394,10 +396,20 @@ def wait_until(condition: Any, seconds: float) -> None:
 
 
 def answer_of(stage: str) -> Any:
-    """Simulated annotators right 90% of the time; screening items valid three times in four."""
+    """(item, k) -> the k-th vote's answer. Simulated annotators right 90% of the time; resolution items
+    unclear (the annotators split between the names) as often as in the resolution gold's tuning part,
+    drawn by a hash of the item; screening items valid three times in four."""
     if stage == RESOLUTION:
-        return resolver(simulated_truth(0), ACCURACY, 0)
-    return screener(lambda item_id: "valid" if int(item_id[-3:]) % 4 else "not_a_person", ACCURACY, 0)
+        coin, share = simulated_truth(0), unclear_share()
+
+        def truth(item_id: str) -> str:
+            draw = int.from_bytes(hashlib.sha256(f"unclear\x1f{item_id}".encode()).digest()[:8], "big")
+            return UNCLEAR if draw < share * 2**64 else coin(item_id)
+
+        answer = resolver(truth, lambda _email: ACCURACY, 0)
+    else:
+        answer = screener(lambda item_id: "valid" if int(item_id[-3:]) % 4 else "not_a_person", ACCURACY, 0)
+    return lambda item_id, index: answer(item_id, index, "")
 
 
 def check_load(
@@ -459,9 +471,10 @@ def wrong_states(
 
 
 def expected_cost(config: LabellingConfig, stage: str) -> float:
-    """The rule's exact expected votes per item, for annotators of the bench's accuracy."""
+    """The rule's exact expected votes per item, for annotators of the bench's accuracy (the cost model's
+    figure, unclear items included)."""
     if stage == RESOLUTION:
-        return outcomes(config.resolution_rule, resolver_answers(ACCURACY)).expected_votes
+        return resolving(config.resolution_rule, ACCURACY, unclear_share()).votes_valid
     valid = outcomes(config.screening_rule, screener_answers(True, ACCURACY)).expected_votes
     invalid = outcomes(config.screening_rule, screener_answers(False, ACCURACY)).expected_votes
     return 0.75 * valid + 0.25 * invalid

@@ -4,13 +4,16 @@ the original sentences -> resolution of the renamed ones -> votes -> release.
     knowref60k demo [DUMP ...] [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
 
 Simulated screeners answer from the hand-judged gold set (`data/eval/`), right with the given accuracy;
-simulated resolvers answer a seeded coin per item. Both work at the same time, one thread per account, and
+simulated resolvers answer from the judged referent of each item (`reddit_referents.jsonl`), each account
+right with an accuracy of its own (their mean is the given one), split between the names where the
+judges found the referent unclear. Both work at the same time, one thread per account, and
 take their tasks from Label Studio's labelling stream; every vote goes through the vote receiver, as in
 production (each task admits only the votes its rule can still use; decided tasks leave the queue), so the
 votes it reports are what people working side by side would cost. The k-th vote on an item is
 drawn from (--seed, item, k), whichever account Label Studio serves it to: the same seed gives the same
-votes. The release it cuts says in its first lines that its votes are simulated; the demo prints how many
-of its items are valid problems by the gold set, and what they cost in votes.
+votes but for the order Label Studio serves the accounts in. The release it cuts says in its first lines
+that its votes are simulated; the demo prints how many of its items are valid problems by the gold set,
+how many of their labels agree with the judged referent, and what they cost in votes.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.controls import control_answers
-from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k.labelling.decisions import NAMES, RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 from knowref60k.settings.effective import RunConfig
@@ -48,14 +51,19 @@ SCREENERS, RESOLVERS = 3, 5
 
 
 @task
-def gold_answers(items: list[str]) -> dict[str, str]:
-    """What a careful screener answers for each item the gold set judged."""
+def gold_answers(items: list[str]) -> dict[str, dict[str, str]]:
+    """What a careful screener answers for each item the gold set judged, and who a careful resolver
+    names for each item it judged valid."""
+    from knowref60k.labelling.referents import load_referents
     from knowref60k.quality.gold import load_gold
-    from knowref60k.quality.gold_verdicts import screening_answers
+    from knowref60k.quality.gold_verdicts import resolution_answers, screening_answers
 
     gold = {item.candidate_id: item for item in load_gold()}
     rows = [row for path in items for row in pq.read_table(path).to_pylist()]
-    return screening_answers(rows, gold)
+    return {
+        SCREENING: screening_answers(rows, gold),
+        RESOLUTION: resolution_answers(rows, gold, load_referents()),
+    }
 
 
 @flow(name="demo")
@@ -78,12 +86,14 @@ def demo_flow(
     start_label_studio(settings, config, sorted({str(Path(path).parent) for path in items}))
     answers = gold_answers(items)
     pushed = push(settings, items, config)
-    truth = {**answers, **control_answers(config.controls)}
+    controls = control_answers(config.controls)
+    truth = {**answers[SCREENING], **controls}
     screened = simulate(settings, SCREENING, SCREENERS, screener_accuracy, config, truth, seed)
     votes_dir = str(out / "annotation")
     collected = collect_votes(settings, votes_dir, config)
     promoted = promote(settings, items, collected["votes_path"], config)
-    resolved = simulate(settings, RESOLUTION, RESOLVERS, resolver_accuracy, config, seed=seed)
+    truth = {**answers[RESOLUTION], **controls}
+    resolved = simulate(settings, RESOLUTION, RESOLVERS, resolver_accuracy, config, truth, seed)
     collected = collect_votes(settings, votes_dir, config)
     version = f"demo-{file_sha256(Path(collected['votes_path']))[:8]}"
     releases = out / "releases"
@@ -103,7 +113,11 @@ def demo_flow(
         "pipeline": pipeline,
         "pushed": pushed,
         "promoted": promoted,
-        "votes_cast": {SCREENING: sum(screened.values()), RESOLUTION: sum(resolved.values())},
+        "votes_cast": {
+            SCREENING: sum(screened["votes"].values()),
+            RESOLUTION: sum(resolved["votes"].values()),
+        },
+        "resolver_accuracy": resolved["accuracy"],
         "votes": collected,
         "release": release,
         "answers": answers,
@@ -112,15 +126,22 @@ def demo_flow(
     }
 
 
-def release_quality(release: Path, answers: dict[str, str], votes: dict[str, Any]) -> dict[str, Any]:
-    """Validity of the release's items by the gold set, and every vote the loop cost per kept valid item."""
-    from knowref60k.quality.gold_verdicts import validity
+def release_quality(
+    release: Path, answers: dict[str, dict[str, str]], votes: dict[str, Any]
+) -> dict[str, Any]:
+    """Validity of the release's items by the gold set, their labels' agreement with the judged referent,
+    and every vote the loop cost per kept valid item."""
+    from knowref60k.quality.gold_verdicts import label_agreement, validity
 
-    ids = [row for split in SPLITS for row in load_release(release, split).column("id").to_pylist()]
-    found = validity(ids, answers)
+    rows = [
+        row for split in SPLITS for row in load_release(release, split).select(["id", "label"]).to_pylist()
+    ]
+    found = validity([row["id"] for row in rows], answers[SCREENING])
+    labels = {row["id"]: NAMES[row["label"]] for row in rows}
     spent = votes["votes"] + sum(votes["refused_votes"].values())
     return {
         **found,
+        "labels": label_agreement(labels, answers[RESOLUTION]),
         "votes": spent,
         "votes_per_kept_valid_item": round(spent / found["valid"], 2) if found["valid"] else None,
     }
@@ -173,6 +194,14 @@ def report(console: Any, result: dict[str, Any]) -> None:
         f"(validity {quality['validity']}; invalid {quality['invalid'] or 'none'}; "
         f"unjudged {quality['unjudged']}); "
         f"{quality['votes']:,} votes in all, {quality['votes_per_kept_valid_item']} per kept valid item",
+        style="bold",
+    )
+    labels = quality["labels"]
+    console.print(
+        f"Kept labels agreeing with the judged referent: {labels['agree']:,} of {labels['clear']:,} items "
+        f"with a clear one ({labels['agreement']}); {labels['unclear']:,} kept items the judges found "
+        f"unclear, {labels['unjudged']:,} without a judged referent; simulated resolvers' accuracy "
+        f"{result['resolver_accuracy']}",
         style="bold",
     )
     console.print(

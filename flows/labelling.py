@@ -72,10 +72,12 @@ def simulate(
     annotators: int,
     accuracy: float,
     config: LabellingConfig,
-    screening_truth: dict[str, str] | None = None,
+    truth: dict[str, str] | None = None,
     seed: int = 0,
-) -> dict[str, int]:
-    """FOR DEMOS AND TESTS: simulated annotators work through a stage (`operations.simulate`)."""
+    clickers: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """FOR DEMOS AND TESTS: simulated annotators work through a stage (`operations.simulate`): the votes
+    each cast, and each one's accuracy (resolvers)."""
     with LabelStudioClient(settings) as client:
-        work = operations.simulate(client, stage, annotators, accuracy, config, screening_truth, seed)
-    return work.votes
+        work = operations.simulate(client, stage, annotators, accuracy, config, truth, seed, clickers)
+    return {"votes": work.votes, "accuracy": work.accuracy}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,14 @@ from knowref60k_annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelSt
 from knowref60k_annotation.collect import collect
 from knowref60k_annotation.roster import Account, load_accounts, roles
 from knowref60k_annotation.settings import Settings
-from knowref60k_annotation.simulate import AnnotatorSession, Stream, resolver, screener
+from knowref60k_annotation.simulate import (
+    AnnotatorSession,
+    Stream,
+    account_accuracies,
+    clicker,
+    resolver,
+    screener,
+)
 from knowref60k_annotation.tasks import (
     NEITHER,
     SCREENING_ANSWERS,
@@ -112,18 +120,40 @@ def test_simulated_annotators_are_pinned() -> None:
     assert [truth(f"item-{n:05d}") for n in range(6)] == [
         "antecedent1", "antecedent2", "antecedent2", "antecedent2", "antecedent1", "antecedent1"
     ]  # fmt: skip
-    answer = resolver(truth, 0.8, 3)
-    assert [answer("item-00000", index) for index in range(1, 11)] == [
+    answer = resolver(truth, lambda _email: 0.8, 3)
+    assert [answer("item-00000", index, "a") for index in range(1, 11)] == [
         "antecedent1", "antecedent1", "antecedent1", "antecedent1", "neither",
         "antecedent1", "antecedent2", "antecedent1", "antecedent1", "antecedent1",
     ]  # fmt: skip
     for user in range(50):
-        assert resolver(truth, 1.0, 3)("item-00001", user) == "antecedent2"
-        assert resolver(truth, 0.0, 3)("item-00001", user) in ("antecedent1", "neither")
+        assert resolver(truth, lambda _email: 1.0, 3)("item-00001", user, "a") == "antecedent2"
+        assert resolver(truth, lambda _email: 0.0, 3)("item-00001", user, "a") in ("antecedent1", "neither")
         # A screener who errs lets an invalid item through, or gives a valid one a reason.
-        assert screener(lambda _: "same_person", 0.0, 3)("x", user) == "valid"
-        assert screener(lambda _: "valid", 0.0, 3)("x", user) != "valid"
-        assert screener(lambda _: "same_person", 1.0, 3)("x", user) == "same_person"
+        assert screener(lambda _: "same_person", 0.0, 3)("x", user, "a") == "valid"
+        assert screener(lambda _: "valid", 0.0, 3)("x", user, "a") != "valid"
+        assert screener(lambda _: "same_person", 1.0, 3)("x", user, "a") == "same_person"
+
+
+def test_simulated_resolvers_answer_the_truth_each_with_an_accuracy_of_its_own() -> None:
+    emails = [f"simulated-resolver-{n}@x" for n in range(1, 6)]
+    accuracies = account_accuracies(emails, 0.9, 0)
+    assert abs(sum(accuracies.values()) / 5 - 0.9) < 1e-3 and len(set(accuracies.values())) == 5
+    assert all(0.5 < value <= 1 for value in accuracies.values())
+    assert account_accuracies(emails, 1.0, 0) == dict.fromkeys(emails, 1.0)
+    truth = {f"clear-{n}": "antecedent2" for n in range(2000)} | {
+        f"unclear-{n}": "unclear" for n in range(2000)
+    }
+    answer = resolver(truth.__getitem__, accuracies.__getitem__, 0)
+    for email in (min(accuracies, key=accuracies.get), max(accuracies, key=accuracies.get)):
+        clear = Counter(answer(f"clear-{n}", 0, email) for n in range(2000))
+        # Right as often as the account's accuracy (within four standard deviations), wrong either way.
+        assert abs(clear["antecedent2"] / 2000 - accuracies[email]) < 4 * (0.25 / 2000) ** 0.5
+        assert clear["antecedent1"] > 0 and clear["neither"] > 0
+        unclear = Counter(answer(f"unclear-{n}", 0, email) for n in range(2000))
+        assert set(unclear) == {"antecedent1", "antecedent2"} and abs(unclear["antecedent1"] - 1000) < 200
+    click = clicker(0)
+    clicked = Counter(click(f"clear-{n}", 0, "simulated-resolver-6@x") for n in range(3000))
+    assert all(abs(count - 1000) < 150 for count in clicked.values()) and len(clicked) == 3
 
 
 def annotation(

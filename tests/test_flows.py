@@ -252,7 +252,7 @@ def screened_and_pushed(run: dict[str, Any], settings: Settings) -> None:
     with LabelStudioClient(settings) as client:
         assert client.push(read_items(paths), SCREENING, 1, ORDER_SEED).pushed == 6
         assert client.push(read_items(paths), RESOLUTION, 5, ORDER_SEED).pushed == 6
-    assert vote_all(settings, SCREENING, "screener", 1, lambda _item, _user: "valid") == 6
+    assert vote_all(settings, SCREENING, "screener", 1, lambda _item, _index, _email: "valid") == 6
 
 
 @pytest.mark.integration
@@ -262,7 +262,10 @@ def test_collect_flow_writes_every_vote(
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows collect")
     screened_and_pushed(run, settings)
     truth = simulated_truth(0)
-    assert vote_all(settings, RESOLUTION, "resolver", 5, lambda item, _user: truth(item), "simulated-") == 30
+    assert (
+        vote_all(settings, RESOLUTION, "resolver", 5, lambda item, _index, _email: truth(item), "simulated-")
+        == 30
+    )
     out = tmp_path / "annotation"
     report = collect_flow(str(out))
     assert report["votes_path"] == str(out / "votes.parquet")
@@ -327,8 +330,8 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     truth = simulated_truth(0)
     # Three resolvers give the seeded truth, two always say antecedent 1: an item whose truth is
     # antecedent 1 is decided at its fourth equal vote (kept), the others three against two (ambiguous).
-    assert vote_all(settings, RESOLUTION, "resolver", 3, lambda item, _user: truth(item)) == 18
-    assert vote_all(settings, RESOLUTION, "resolver", 5, lambda _item, _user: "antecedent1") == 12
+    assert vote_all(settings, RESOLUTION, "resolver", 3, lambda item, _index, _email: truth(item)) == 18
+    assert vote_all(settings, RESOLUTION, "resolver", 5, lambda _item, _index, _email: "antecedent1") == 12
     kept = [item for item in item_ids(run) if truth(item) == "antecedent1"]
     assert len(kept) == KEPT_BY_TRUTH
 

@@ -18,6 +18,7 @@ import orjson
 from knowref60k.core.config import load_section
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import CALIBRATION
+from knowref60k.labelling.referents import unclear_share
 
 # Seconds and prices past this are no run's (a million seconds is eleven days a vote); the expected
 # figures multiply them by votes and counts, and must stay finite.
@@ -88,6 +89,9 @@ class Calibration:
     correct: tuple[bool, ...]
     comments: int
     share: float
+    # Of the valid items, those whose referent a careful reader cannot tell (resolvers split on them):
+    # read beside the calibration from the resolution gold's tuning part.
+    unclear_share: float = 0.0
 
     @property
     def per_million(self) -> float:
@@ -103,9 +107,12 @@ class Calibration:
         }
 
 
-def calibration_from(scored: list[tuple[float, bool]], comments: int, share: float) -> Calibration:
+def calibration_from(
+    scored: list[tuple[float, bool]], comments: int, share: float, unclear: float = 0.0
+) -> Calibration:
     ordered = sorted(scored)
-    return Calibration(tuple(s for s, _ in ordered), tuple(c for _, c in ordered), comments, round(share, 6))
+    scores, correct = tuple(s for s, _ in ordered), tuple(c for _, c in ordered)
+    return Calibration(scores, correct, comments, round(share, 6), unclear)
 
 
 def read_calibration(path: Path = CALIBRATION) -> Calibration | None:
@@ -130,7 +137,7 @@ def _read_calibration(path: Path, mtime_ns: int, size: int) -> Calibration:
             f"{path}: not a calibration file ({problem}); `knowref60k eval` writes one to copy there"
         )
     scored = [(float(score), bool(right)) for score, right in data["candidates"]]
-    return calibration_from(scored, data["comments"], float(data["share"]))
+    return calibration_from(scored, data["comments"], float(data["share"]), unclear_share())
 
 
 def calibration_problem(data: Any) -> str | None:

@@ -3,7 +3,10 @@ walked with its probability, for annotators who answer right with a given accura
 
 The error model is the conservative one for validity: a screener who errs on an invalid item calls it
 valid (the mistake that lets it through), and on a valid item gives a reason at random; a resolver who
-errs picks one of the two other answers at random (as the simulated annotators do)."""
+errs picks one of the two other answers at random (as the simulated annotators do). A share of valid
+items have no referent a careful reader can tell (the resolution gold's `unclear`): resolvers name either
+person on them, as the simulated ones do. Resolvers cannot tell an invalid item from a valid one (they
+see it renamed), so an invalid item resolves like a clear one."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 
 from knowref60k.labelling.decisions import (
     KEPT,
+    NAMES,
     RESOLUTION_CHOICES,
     SCREENED_VALID,
     SCREENING_REASONS,
@@ -60,6 +64,37 @@ def resolver_answers(accuracy: float, truth: str = RESOLUTION_CHOICES[0]) -> dic
     return {choice: accuracy if choice == truth else (1 - accuracy) / 2 for choice in RESOLUTION_CHOICES}
 
 
+def unclear_answers() -> dict[str, float]:
+    """A resolver on an item whose referent a careful reader cannot tell: either person."""
+    return {name: 1 / len(NAMES) for name in NAMES}
+
+
+@dataclass(frozen=True)
+class Resolving:
+    """One resolution rule on a valid item (a share of them unclear) and on an invalid one: the chance
+    it is kept, and the votes it takes."""
+
+    keep_valid: float
+    keep_invalid: float
+    votes_valid: float
+    votes_invalid: float
+
+
+def resolving(rule: ResolutionRule, accuracy: float, unclear_share: float) -> Resolving:
+    clear = outcomes(rule, resolver_answers(accuracy))
+    unclear = outcomes(rule, unclear_answers())
+
+    def valid(on_clear: float, on_unclear: float) -> float:
+        return (1 - unclear_share) * on_clear + unclear_share * on_unclear
+
+    return Resolving(
+        keep_valid=valid(clear.probability(KEPT), unclear.probability(KEPT)),
+        keep_invalid=clear.probability(KEPT),
+        votes_valid=valid(clear.expected_votes, unclear.expected_votes),
+        votes_invalid=clear.expected_votes,
+    )
+
+
 @dataclass(frozen=True)
 class Plan:
     """Expected results of screening every item with one rule, then resolving the accepted ones."""
@@ -86,10 +121,11 @@ def plan(
     resolution: ResolutionRule,
     screener_accuracy: float,
     resolver_accuracy: float,
+    unclear_share: float = 0.0,
 ) -> Plan:
-    """`valid` and `invalid` items through screening (None: no screening) and resolution. Resolvers cannot
-    tell an invalid item from a valid one (they see it renamed), so both resolve alike."""
-    resolved = outcomes(resolution, resolver_answers(resolver_accuracy))
+    """`valid` and `invalid` items through screening (None: no screening) and resolution, `unclear_share`
+    of the valid ones without a referent a careful reader can tell."""
+    resolved = resolving(resolution, resolver_accuracy, unclear_share)
     if screening is None:
         accept_valid = accept_invalid = 1.0
         screening_votes = 0.0
@@ -101,13 +137,12 @@ def plan(
             on_invalid.probability(SCREENED_VALID),
         )
         screening_votes = valid * on_valid.expected_votes + invalid * on_invalid.expected_votes
-    accepted = valid * accept_valid + invalid * accept_invalid
-    keep = resolved.probability(KEPT)
     return Plan(
-        kept_valid=valid * accept_valid * keep,
-        kept_invalid=invalid * accept_invalid * keep,
+        kept_valid=valid * accept_valid * resolved.keep_valid,
+        kept_invalid=invalid * accept_invalid * resolved.keep_invalid,
         screening_votes=screening_votes,
-        resolution_votes=accepted * resolved.expected_votes,
+        resolution_votes=valid * accept_valid * resolved.votes_valid
+        + invalid * accept_invalid * resolved.votes_invalid,
     )
 
 

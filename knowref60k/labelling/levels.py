@@ -6,7 +6,8 @@ ones that spend the fewest person-seconds per kept valid item while the kept ite
 
 Every expected figure is exact for the calibration (`knowref60k.labelling.cost_model`): each band of
 scores holds the calibration's valid and invalid candidates, which go through the band's rule as
-`knowref60k.labelling.costs` computes for annotators right `annotator_accuracy` of the time. A level that
+`knowref60k.labelling.costs` computes for annotators right `annotator_accuracy` of the time, with the
+resolution gold's share of valid items whose referent is unclear (`Calibration.unclear_share`). A level that
 is set in the config (not -1) is kept as it is, and the others are chosen around it."""
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import numpy.typing as npt
 
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.cost_model import Calibration, CostConfig
-from knowref60k.labelling.costs import outcomes, resolver_answers, screener_answers
-from knowref60k.labelling.decisions import KEPT, SCREENED_VALID, ResolutionRule, ScreeningRule
+from knowref60k.labelling.costs import outcomes, resolving, screener_answers
+from knowref60k.labelling.decisions import SCREENED_VALID, ResolutionRule, ScreeningRule
 
 Array = npt.NDArray[np.float64]
 
@@ -198,7 +199,7 @@ class Search:
     def of(cls, calibration: Calibration, rules: Rules, cost: CostConfig, pinned: Pinned) -> Search:
         bands = Bands.of(calibration, pinned)
         triples = np.array(list(_triples(bands, rules, pinned)), dtype=np.int64).reshape(-1, 3)
-        return cls(bands, triples, _figures(bands, triples, rules, cost, calibration.per_million), cost)
+        return cls(bands, triples, _figures(bands, triples, rules, cost, calibration), cost)
 
     def cheapest(self, require_yield: bool) -> Expected | None:
         """The first of the cheapest combinations that reach the validity target (and the yield's)."""
@@ -248,18 +249,18 @@ def _choices(bands: Bands, pinned: float | None, low: int, high: int) -> list[in
 
 
 def _figures(
-    bands: Bands, triples: npt.NDArray[np.int64], rules: Rules, cost: CostConfig, per_million: float
+    bands: Bands, triples: npt.NDArray[np.int64], rules: Rules, cost: CostConfig, calibration: Calibration
 ) -> dict[str, Array]:
     """The expected figures of each combination: its candidates in three bands (from the skip level up
     unscreened, from the careful level up the usual screening, below it the careful one)."""
-    accuracy = cost.annotator_accuracy
+    accuracy, per_million = cost.annotator_accuracy, calibration.per_million
     screened = rules.screening is not None
     rates = (
         UNSCREENED,
         screening_rates(rules.screening, accuracy) if rules.screening is not None else UNSCREENED,
         screening_rates(rules.careful, accuracy) if screened else UNSCREENED,
     )
-    resolved = outcomes(rules.resolution, resolver_answers(accuracy))
+    resolved = resolving(rules.resolution, accuracy, calibration.unclear_share)
     t, s, c = triples.T
     valid = (bands.valid[s], bands.valid[c] - bands.valid[s], bands.valid[t] - bands.valid[c])
     invalid = (bands.invalid[s], bands.invalid[c] - bands.invalid[s], bands.invalid[t] - bands.invalid[c])
@@ -268,19 +269,19 @@ def _figures(
     screening = sum(
         v * r.votes_valid + i * r.votes_invalid for v, i, r in zip(valid, invalid, rates, strict=True)
     )
-    resolving = (accepted_valid + accepted_invalid) * resolved.expected_votes
-    kept_valid = accepted_valid * resolved.probability(KEPT)
-    kept_invalid = accepted_invalid * resolved.probability(KEPT)
+    resolution = accepted_valid * resolved.votes_valid + accepted_invalid * resolved.votes_invalid
+    kept_valid = accepted_valid * resolved.keep_valid
+    kept_invalid = accepted_invalid * resolved.keep_invalid
     sent = bands.valid[t] + bands.invalid[t]
     low = np.maximum(bands.valid[t] - YIELD_CONFIDENCE_Z * np.sqrt(bands.valid[t]), 0.0)
-    seconds = screening * cost.screening_vote_seconds + resolving * cost.resolution_vote_seconds
+    seconds = screening * cost.screening_vote_seconds + resolution * cost.resolution_vote_seconds
     return {
         "precision": _share(bands.valid[t], sent),
         "valid_per_million": bands.valid[t] * per_million,
         "validity": _share(kept_valid, kept_valid + kept_invalid),
         "kept_valid_per_million": kept_valid * per_million,
         "screening_votes_per_kept_valid": _per(screening, kept_valid),
-        "resolution_votes_per_kept_valid": _per(resolving, kept_valid),
+        "resolution_votes_per_kept_valid": _per(resolution, kept_valid),
         "person_seconds_per_kept_valid": _per(seconds, kept_valid),
         "cpu_seconds_per_kept_valid": _per(cost.cpu_seconds_per_million_comments, kept_valid * per_million),
         "valid_per_million_low": low * per_million,
