@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from knowref60k.core.names import NamePool, reddit_common_words
-from knowref60k.extract.persons import TITLES
+from knowref60k.core.names import NamePool
+from knowref60k.prepare.name_mentions import name_mentions
 
 _CAPITALISED_WORD = re.compile(r"\b[A-Z][\w'-]*")
 _ARTICLE_BEFORE = re.compile(r"\b(?:the|a|an) $", re.IGNORECASE)
@@ -76,15 +76,21 @@ def forbidden_names(row: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(words)
 
 
-def _replacement(sentence: str, start: int, end: int, name: str) -> tuple[int, int, str]:
+def _article_start(sentence: str, start: int) -> int | None:
+    """Where an article directly before `start` begins, if there is one."""
+    article = _ARTICLE_BEFORE.search(sentence, 0, start)
+    return article.start() if article is not None and article.end() == start else None
+
+
+def _replacement(sentence: str, start: int, end: int, name: str, drop_article: bool) -> tuple[int, int, str]:
     """(region start, region end, new text): the new text starts with the name.
 
-    A directly preceding article goes ("the Prince" -> "Paul"), and a bare possessive apostrophe
-    gets its "s" when the new name needs one ("James' car" -> "Paul's car").
+    A directly preceding article goes when `drop_article` ("the Prince" -> "Paul"), and a bare possessive
+    apostrophe gets its "s" when the new name needs one ("James' car" -> "Paul's car").
     """
-    article = _ARTICLE_BEFORE.search(sentence, 0, start)
-    if article is not None and article.end() == start:
-        start = article.start()
+    article = _article_start(sentence, start) if drop_article else None
+    if article is not None:
+        start = article
     text = name
     if sentence[end : end + 1] == "'" and sentence[end + 1 : end + 2] != "s" and not name.endswith("s"):
         end += 1
@@ -92,55 +98,35 @@ def _replacement(sentence: str, start: int, end: int, name: str) -> tuple[int, i
     return start, end, text
 
 
-def _name_words(antecedent: str) -> set[str]:
-    """The words of a name that mention its bearer on their own: not a title ("President"), nor a
-    common word ("The" of `"The Rock"`)."""
-    common = reddit_common_words()
-    return {
-        word
-        for word in (match.group() for match in _CAPITALISED_WORD.finditer(antecedent))
-        if len(word) > 1 and word.lower() not in TITLES and word.lower() not in common
-    }
-
-
-def later_mentions(row: Mapping[str, Any]) -> list[tuple[int, int, int]]:
-    """(start, end, which antecedent) of every other whole-word occurrence of a name word of an
-    antecedent ("Tate" in "... lost to Tate but she was beating Tate"): replaced with that antecedent,
-    so the item never keeps an original name. Extraction drops sentences where such a word belongs to
-    both antecedents."""
-    sentence = row["sentence"]
-    spans = [(row[f"{field}_start"], row[f"{field}_end"]) for field in ("antecedent1", "antecedent2")]
-    mentions = []
-    for which, field in enumerate(("antecedent1", "antecedent2")):
-        for word in _name_words(row[field]):
-            for match in re.finditer(rf"(?<![\w'-]){re.escape(word)}(?![\w-])", sentence):
-                if not any(start <= match.start() < end for start, end in spans):
-                    mentions.append((match.start(), match.end(), which))
-    return sorted(mentions)
+def _replaced(row: Mapping[str, Any]) -> list[tuple[int, int, int, bool]]:
+    """(start, end, antecedent, whether an article directly before it goes) of both antecedents and every
+    other mention of them, in order. A mention takes an article away with it only where its antecedent
+    did ("the Doctor" ... "the Doctor"), not in "the Trump administration"."""
+    articles = [_article_start(row["sentence"], row[f"antecedent{i}_start"]) is not None for i in (1, 2)]
+    spans = [(row[f"antecedent{i + 1}_start"], row[f"antecedent{i + 1}_end"], i, True) for i in (0, 1)]
+    spans += [(m.start, m.end, m.which, articles[m.which]) for m in name_mentions(row).mentions]
+    return sorted(spans)
 
 
 def perturb(row: Mapping[str, Any], pools: Mapping[str, NamePool], global_seed: int) -> Perturbation:
-    """Replace antecedent1 and antecedent2, and any later mention of them, by two new names, by offsets."""
+    """Replace antecedent1 and antecedent2, and the other mentions of their names, by two new names, by
+    offsets. Items whose other mentions are ambiguous (`name_mentions`) are dropped before this, by the
+    `name_mention` stage."""
     seed = item_seed(global_seed, row["candidate_id"])
     names = draw_names(pools[row["pronoun_gender"]], seed, forbidden_names(row))
     sentence = row["sentence"]
-    replaced = sorted(
-        [
-            (row["antecedent1_start"], row["antecedent1_end"], 0),
-            (row["antecedent2_start"], row["antecedent2_end"], 1),
-            *later_mentions(row),
-        ]
-    )
+    antecedent_starts = (row["antecedent1_start"], row["antecedent2_start"])
     pieces: list[str] = []
     cursor = 0
     length = 0
     spans: dict[int, tuple[int, int]] = {}
     shift = 0
-    for span_start, span_end, which in replaced:
-        start, end, text = _replacement(sentence, span_start, span_end, names[which])
+    for span_start, span_end, which, drop_article in _replaced(row):
+        start, end, text = _replacement(sentence, span_start, span_end, names[which], drop_article)
         pieces.append(sentence[cursor:start])
         length += start - cursor
-        spans.setdefault(which, (length, length + len(names[which])))
+        if span_start == antecedent_starts[which]:
+            spans[which] = (length, length + len(names[which]))
         pieces.append(text)
         length += len(text)
         cursor = end

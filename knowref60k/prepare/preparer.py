@@ -35,6 +35,7 @@ from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import SAME_ID, DedupIndex
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.mentions import UserMention
+from knowref60k.prepare.stages.name_mentions import NameMention
 from knowref60k.prepare.stages.perturb import Perturb
 from knowref60k.prepare.stages.pronouns import OtherGenderPronoun
 from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, ValidityThreshold
@@ -48,6 +49,7 @@ STAGES: tuple[type[Stage[Any, Any]], ...] = (
     Validate,
     UserMention,
     ValidityThreshold,
+    NameMention,
     OtherGenderPronoun,
     Deduplicate,
     Perturb,
