@@ -6,6 +6,7 @@ users             annotator accounts, per role
 collect           both stages' votes; decided tasks closed
 status            where the labelling stands
 forget-project    drop the record of a stage's vanished project, so that a push makes a new one
+pause / resume    take an account off labelling, or give it back (accounts are paused for their controls)
 examples ITEMS    decided screening tasks as judged examples for the validity score
 simulate          simulated annotators (demos and tests only)
 """
@@ -23,6 +24,7 @@ import typer
 from knowref60k.cli.common import add_forwarded
 from knowref60k.core.errors import UserError, storage_error
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.decisions import STAGES
 
 from .labelstudio_app.labelstudio_contract import LOGIN_PATH
@@ -158,6 +160,12 @@ def _print_collect(report: dict[str, Any]) -> None:
         typer.echo(line, err=True)
     if report["refused_votes"]:
         typer.echo(f"refused votes (also in refused-votes.jsonl): {report['refused_votes']}", err=True)
+    for email, paused in report["paused_accounts"].items():
+        typer.echo(
+            f"PAUSED {email} since {paused['since']}: {paused['why']}; its votes are set aside "
+            f"(knowref60k annotate resume {email})",
+            err=True,
+        )
     if report["simulated_votes"]:
         typer.echo(f"NOTE: {report['simulated_votes']:,} of these votes are simulated")
     for stage, projects in report["projects_gone"].items():
@@ -170,6 +178,45 @@ def _print_collect(report: dict[str, Any]) -> None:
         )
     if report["differences"]:
         typer.echo(f"Label Studio differs from the pipeline's records: {report['differences']}", err=True)
+
+
+@annotate_app.command()
+def pause(email: Annotated[str, typer.Argument(help="The account's email.")]) -> None:
+    """Pause an account by hand: its votes are set aside and it is served nothing until it is resumed."""
+    from .client import LabelStudioClient
+    from .pauses import Pauses
+
+    with one_line_errors(), LabelStudioClient(load_settings()) as client:
+        user_id = client.user_id(email)
+        paused = Pauses(client.settings).pause(email, None, "paused by the lead")
+        client.revoke_accounts([user_id])
+    typer.echo(f"{email} {'paused' if paused else 'was already paused'}; its votes are set aside")
+
+
+@annotate_app.command()
+def resume(
+    email: Annotated[str, typer.Argument(help="The account's email.")], config: ConfigOption = None
+) -> None:
+    """Resume a paused account: its votes count again, it is served tasks again, and only the controls it
+    answers from now on count towards pausing it again."""
+    from .client import LabelStudioClient
+    from .ledger import VoteLedger
+    from .pauses import ControlTally, Pauses
+    from .roster import load_accounts
+    from .settle import seen_control_tallies
+
+    with one_line_errors(), LabelStudioClient(load_settings()) as client:
+        user_id, labelling = client.user_id(email), _config(config)
+        answers, ledger = control_answers(labelling.controls), VoteLedger(client.settings)
+        tally = ControlTally()
+        for stage in STAGES:
+            project = client.records.project(client.title(stage))
+            found = seen_control_tallies(client, ledger, answers, stage, project) if project else {}
+            tally = tally + found.get(user_id, ControlTally())
+        if not Pauses(client.settings).resume(email, tally):
+            raise UserError(f"{email} is not paused")
+        client.grant_accounts([a for a in load_accounts(client.settings) if a.email == email])
+    typer.echo(f"{email} resumed: its votes count again at the next collect")
 
 
 @annotate_app.command("forget-project")
@@ -197,11 +244,14 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Where the labelling stands, by the last collect into OUT: items waiting, in progress and decided
-    per stage, votes spent and still needed, and every annotator's votes and quality."""
+    per stage, votes and person-time spent (beside the cost model's expectation) and still needed, and
+    every annotator's votes, time, quality on controls and pause state."""
+    from knowref60k.labelling.cost_model import load_cost_config
+
     from .status import read_status, render_status
 
     with one_line_errors():
-        found = read_status(out, _config(config))
+        found = read_status(out, _config(config), load_cost_config(config))
     if as_json:
         typer.echo(orjson.dumps(found, option=orjson.OPT_INDENT_2).decode())
     else:

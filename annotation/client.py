@@ -7,6 +7,8 @@ or ServiceUnavailable with what to do; local state is written only after the ser
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from label_studio_sdk.core.api_error import ApiError
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k.labelling.quality import is_control
 from knowref60k.labelling.separation import ROLE_STAGES
 
 from .labelstudio_app.labelstudio_contract import GRANTS_PATH, TASK_COLUMNS
@@ -61,6 +64,8 @@ SAMPLING = {"sqlite": "Uncertainty sampling"}
 DEFAULT_SAMPLING = "Sequential sampling"
 ANNOTATOR_VIEW = "Tasks"
 TITLE_LIMIT = 50
+# The length of a candidate's id (20 hex digits), which a control's disguised id takes too.
+CANDIDATE_ID_LENGTH = 20
 # The data manager shows every column a view does not hide, raw markup and other annotators' answers
 # included; the annotators' view leaves the task id, the sentence as text, and how far each task has got.
 DATA_KEYS = ("item_id", "sentence_html", "options", "answer_identity", "source_file")
@@ -173,7 +178,9 @@ class LabelStudioClient:
 
     def _adopt(self, project: int, stage: str, title: str) -> None:
         known = self.records.tasks_of(project)
-        tasks = [(int(task["id"]), task["data"]) for task in self.export(project)]
+        tasks = [
+            (int(task["id"]), task["data"], str(task["data"]["item_id"])) for task in self.export(project)
+        ]
         self.records.record_tasks(project, stage, [task for task in tasks if task[0] not in known])
         self.records.record_project(title, project)
         log.info("adopted project %s (%s) with the %d tasks it holds", project, title, len(tasks))
@@ -367,7 +374,7 @@ class LabelStudioClient:
     def import_tasks(self, project: int, stage: str, items: list[Mapping[str, Any]], seed: int) -> int:
         """The items as tasks of the stage, recorded with the data given them; returns how many were
         imported. Community's synchronous import answers with the new tasks' ids, in the order sent."""
-        tasks = [_with_priority(TASK_BUILDERS[stage](item, seed), item) for item in items]
+        tasks = [self._disguised(_with_priority(TASK_BUILDERS[stage](item, seed), item)) for item in items]
         result = self.call(self.sdk.projects.import_tasks, project, request=tasks, return_task_ids=True)
         task_ids = [int(task_id) for task_id in getattr(result, "task_ids", None) or []]
         if len(task_ids) != len(tasks):
@@ -376,13 +383,26 @@ class LabelStudioClient:
                 f"{project} but named {len(task_ids)} of {len(tasks)}: the pipeline cannot record them, "
                 "their votes would be refused (only Community's synchronous import is supported)"
             )
-        given = [(task_id, task["data"]) for task_id, task in zip(task_ids, tasks, strict=True)]
+        given = [
+            (task_id, task["data"], str(item["candidate_id"]))
+            for task_id, task, item in zip(task_ids, tasks, items, strict=True)
+        ]
         self.records.record_tasks(project, stage, given)
         log.info("imported %d tasks", result.task_count)
         overlap = self.overlap_at_import.get(project)
         for task_id in task_ids if overlap else []:
             self.call(self.sdk.tasks.update, str(task_id), overlap=overlap)
         return int(result.task_count or 0)
+
+    def _disguised(self, task: dict[str, Any]) -> dict[str, Any]:
+        """A control's task names its item by an id shaped like any other (a keyed hash no annotator can
+        compute), so that nobody can tell it from a real item; the records keep which control it is."""
+        item_id = str(task["data"]["item_id"])
+        if is_control(item_id):
+            key = webhook_secret(self.settings).encode()
+            disguise = hmac.new(key, item_id.encode(), hashlib.sha256).hexdigest()[:CANDIDATE_ID_LENGTH]
+            task["data"] = {**task["data"], "item_id": disguise}
+        return task
 
     def has_item(self, project: int, item_id: str) -> bool:
         """Whether the pipeline imported a task of the item into the project (by its records: a task's
@@ -447,6 +467,15 @@ class LabelStudioClient:
         if accounts:
             self._gate("POST", {"projects_of_user": {str(a.user_id): [project] for a in accounts}})
         self._granted.add(project)
+
+    def revoke_accounts(self, user_ids: Iterable[int]) -> None:
+        """Take every project of the pipeline from these accounts (paused ones)."""
+        projects = [
+            found for stage in ROLE_STAGES.values() if (found := self.records.project(self.title(stage)))
+        ]
+        revoked = {str(user_id): projects for user_id in user_ids}
+        if revoked and projects:
+            self._gate("POST", {"revoked_of_user": revoked})
 
     # ---- people ----
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,14 @@ import pyarrow.parquet as pq
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import atomic_path, write_json_atomic
 from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.decisions import STAGES, distinct_votes
 from knowref60k.labelling.separation import explain, separate
 
 from .accounts import SIMULATED_PREFIX
 from .client import LabelStudioClient
 from .ledger import VoteLedger
+from .pauses import Pauses, control_tallies, pause_reason
 from .roster import roles
 from .tasks import CAREFUL
 from .trusted import trusted_votes
@@ -72,7 +75,9 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
         counts.add(found.read.counts)
         differences.update({f"{stage}.{kind}": n for kind, n in found.differences.items()})
     role_by_email = roles(client.settings)
-    separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()})
+    paused = pause_accounts(client, config, votes, emails)
+    paused_ids = {uid for uid, email in emails.items() if email in paused}
+    separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()}, paused_ids)
     separated.refused[:0] = malformed
     closed = {
         stage: apply_queue_states(
@@ -87,6 +92,7 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
     ]
     _write_refused(out_dir / "refused-votes.jsonl", separated.refused, emails)
     report = {
+        "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "projects": {stage: project for stage, project in live.items()},
         "projects_gone": {stage: [p for named, p in gone if named == stage] for stage, _ in gone},
         "lookalike_projects": {stage: ids for stage in STAGES if (ids := client.lookalikes(stage))},
@@ -104,9 +110,29 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
         "simulated_votes": sum(v["simulated"] for v in separated.accepted),
         "emails": {str(uid): emails.get(uid, "?") for uid in sorted({v["annotator_id"] for v in votes})},
         "webhook_changes": webhooks,
+        "paused_accounts": paused,
     }
     write_json_atomic(out_dir / "collect.json", report)
     return {**report, "refused_lines": refused_lines}
+
+
+def pause_accounts(
+    client: LabelStudioClient, config: LabellingConfig, votes: list[dict[str, Any]], emails: Mapping[int, str]
+) -> dict[str, dict[str, Any]]:
+    """Pause every account whose control votes call for it (its projects taken from it at the gate), and
+    return every paused account with why."""
+    pauses = Pauses(client.settings)
+    tallies = control_tallies(votes, control_answers(config.controls))
+    newly = [
+        uid
+        for uid, tally in tallies.items()
+        if uid in emails
+        and pauses.due(emails[uid], tally, config)
+        and pauses.pause(emails[uid], tally, pause_reason(tally))
+    ]
+    if newly:
+        client.revoke_accounts(newly)
+    return pauses.paused()
 
 
 def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dict[str, Any]]:

@@ -13,14 +13,14 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.controls import draw_controls, load_controls
+from knowref60k.labelling.controls import control_answers, draw_controls, load_controls
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, decide_stage
 from knowref60k.labelling.separation import STAGE_ROLES
 
 from .accounts import SIMULATED_PREFIX, ensure_accounts
 from .client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
 from .receiver import ReceiverProcess
-from .settle import promotion_lock
+from .settle import add_controls, promotion_lock
 from .simulate import (
     AnnotatorSession,
     Work,
@@ -62,9 +62,19 @@ def push_new(
     )
     reports = {stage: client.push(chain(screened, drawn), stage, config.initial_overlap(stage), ORDER_SEED)}
     if skipping:
-        overlap = config.initial_overlap(RESOLUTION)
-        reports[RESOLUTION] = client.push(skipping, RESOLUTION, overlap, ORDER_SEED)
+        reports[RESOLUTION] = push_to_resolution(client, skipping, config)
     return reports
+
+
+def push_to_resolution(
+    client: LabelStudioClient, items: Iterable[Mapping[str, Any]], config: LabellingConfig
+) -> PushReport:
+    """Items into resolution, with the controls that keep its tasks `control_share` controls."""
+    project = client.ensure_project(RESOLUTION, config.initial_overlap(RESOLUTION))  # the server answers
+    with promotion_lock(client):
+        report = client.push(items, RESOLUTION, config.initial_overlap(RESOLUTION), ORDER_SEED)
+        add_controls(client, config, RESOLUTION, project)
+    return report
 
 
 def screened_valid(votes_path: Path, config: LabellingConfig, scores: Mapping[str, float | None]) -> set[str]:
@@ -88,9 +98,7 @@ def promote(
     scores = {item_id: row.get("validity_score") for item_id, row in items.items()}
     accepted = screened_valid(votes_path, config, scores)
     rows = (row for item_id, row in items.items() if item_id in accepted)
-    client.ensure_project(RESOLUTION, config.initial_overlap(RESOLUTION))  # the server answers: then lock
-    with promotion_lock(client):
-        report = client.push(rows, RESOLUTION, config.initial_overlap(RESOLUTION), ORDER_SEED)
+    report = push_to_resolution(client, rows, config)
     return {"screened_valid": len(accepted), "pushed": report.pushed, "tasks": report.tasks_in_project}
 
 
@@ -131,7 +139,8 @@ def simulate(
     has none); resolvers answer `truth` (item -> a name, "neither" or "unclear"; a seeded coin between the
     names where it has none), each with an accuracy of its own around `accuracy`; the last `clickers`
     accounts answer at random."""
-    known = dict(truth or {})
+    # The simulation runs beside the pipeline, which knows the controls' answers.
+    known = {**control_answers(config.controls), **(truth or {})}
     accounts = ensure_accounts(client, STAGE_ROLES[stage], annotators, SIMULATED_PREFIX)
     honest = [account.email for account in accounts[: max(0, annotators - clickers)]]
     accuracies: dict[str, float | None] = {account.email: None for account in accounts}

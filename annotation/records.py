@@ -12,7 +12,7 @@ a lock) and `tasks.jsonl` (appended under the same lock, read incrementally by e
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,10 +36,20 @@ class RecordedTask:
     project: int
     stage: str
     data: dict[str, Any]
+    # The item the task holds where its data names another id (a control's data names a disguised one).
+    item: str | None = None
 
     @property
     def item_id(self) -> str:
-        return str(self.data["item_id"])
+        return self.item or str(self.data["item_id"])
+
+    def with_annotations(self, annotations: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """The task as an export gives it, with its recorded data naming the item it holds."""
+        return {
+            "id": self.task_id,
+            "data": {**self.data, "item_id": self.item_id},
+            "annotations": annotations,
+        }
 
 
 def data_problem(recorded: RecordedTask | None, shown: Any) -> str | None:
@@ -118,14 +128,17 @@ class Records:
                 write_json_atomic(self.projects_file, known)
         return dropped if isinstance(dropped, int) else None
 
-    def record_tasks(self, project: int, stage: str, tasks: Iterable[tuple[int, dict[str, Any]]]) -> None:
-        """Record tasks just imported: (Label Studio's task id, the data the pipeline gave it)."""
+    def record_tasks(
+        self, project: int, stage: str, tasks: Iterable[tuple[int, dict[str, Any], str]]
+    ) -> None:
+        """Record tasks just imported: (Label Studio's task id, the data the pipeline gave it, the item)."""
         lines = [
             orjson.dumps(
                 {"server": self.server, "task_id": tid, "project": project, "stage": stage, "data": d}
+                | ({"item_id": item} if item != d["item_id"] else {})
             )
             + b"\n"
-            for tid, d in tasks
+            for tid, d, item in tasks
         ]
         with state_lock(self.settings, LOCK):
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -153,6 +166,8 @@ class Records:
         for row in rows:
             if row["server"] != self.server:
                 continue
-            task = RecordedTask(int(row["task_id"]), int(row["project"]), row["stage"], row["data"])
+            task = RecordedTask(
+                int(row["task_id"]), int(row["project"]), row["stage"], row["data"], row.get("item_id")
+            )
             self._tasks[(task.project, task.task_id)] = task
             self._by_item.setdefault((task.project, task.item_id), task.task_id)

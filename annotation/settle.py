@@ -9,24 +9,26 @@ queue states to every task, and so repairs whatever a settle missed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from knowref60k.labelling.config import LabellingConfig
+from knowref60k.labelling.controls import control_answers, draw_controls, load_controls
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
-from knowref60k.labelling.quality import is_control
+from knowref60k.labelling.quality import CONTROL_PREFIX, is_control
 from knowref60k.labelling.separation import ROLE_STAGES
 from knowref60k.labelling.slots import QueueState
 
 from .client import LabelStudioClient, read_items
 from .ledger import VoteLedger
+from .pauses import ControlTally, Pauses, control_tallies, pause_reason
 from .roster import roles
 from .settings import state_lock
 from .tasks import CAREFUL, ORDER_SEED
-from .votes import votes_from_export
+from .votes import account_id, votes_from_export
 
 log = logging.getLogger(__name__)
 CLOSED, RAISED, UNCHANGED = "closed", "raised", "unchanged"
@@ -70,7 +72,10 @@ class Settler:
         self.items = ItemIndex(tuple(items))
         self.projects: dict[int, str] = {}
         self.role_of: dict[int, str | None] = {}
+        self.email_of: dict[int, str] = {}
         self.ledger = VoteLedger(client.settings)
+        self.pauses = Pauses(client.settings)
+        self.control_answers = control_answers(config.controls)
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -82,8 +87,39 @@ class Settler:
     def role(self, annotator: int) -> str | None:
         if annotator not in self.role_of:
             by_email = roles(self.client.settings)
-            self.role_of = {user["id"]: by_email.get(user["email"]) for user in self.client.users()}
+            self.email_of = {user["id"]: user["email"] for user in self.client.users()}
+            self.role_of = {uid: by_email.get(email) for uid, email in self.email_of.items()}
         return self.role_of.get(annotator)
+
+    def counted(
+        self, votes: list[dict[str, Any]], stage: str, project: int, item_id: str
+    ) -> list[dict[str, Any]]:
+        """The votes that count: their annotators have the stage's role and are not paused. A control's
+        votes may pause their annotators first."""
+        allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
+        if is_control(item_id):
+            self.pause_if_due(project, stage, {vote["annotator_id"] for vote in allowed})
+        paused = self.pauses.paused()
+        return [vote for vote in allowed if self.email_of.get(vote["annotator_id"]) not in paused]
+
+    def pause_if_due(self, project: int, stage: str, annotators: set[int]) -> None:
+        """Pause those of `annotators` whose control votes in the project (as first seen) call for it."""
+        tallies = seen_control_tallies(self.client, self.ledger, self.control_answers, stage, project)
+        for annotator in annotators:
+            email, tally = self.email_of.get(annotator), tallies.get(annotator)
+            if email is None or tally is None or not self.pauses.due(email, tally, self.config):
+                continue
+            if self.pauses.pause(email, tally, pause_reason(tally)):
+                self.client.revoke_accounts([annotator])
+                self.settle_voted_by(project, stage, annotator)
+
+    def settle_voted_by(self, project: int, stage: str, annotator: int) -> None:
+        """Settle again every task of the project the account voted on, now that its votes no longer
+        count: an item it helped decide goes back to the queue for the vote it lacks."""
+        seen = self.ledger.seen(project)
+        for task_id, firsts in seen.first_by_task.items():
+            if any(account_id(first.get("completed_by")) == annotator for first in firsts):
+                self.settle(task_id, stage)
 
     def settle(self, task_id: int, stage: str, claimed: QueueState | None = None) -> str:
         """Settle a task after a webhook named it: read its annotations from Label Studio with the pipeline's
@@ -100,11 +136,9 @@ class Settler:
         now = self.client.annotations(task_id)
         self.ledger.observe(stored.project, [(task_id, now)])
         first = self.ledger.seen(stored.project, [task_id]).first_by_task.get(task_id, [])
-        votes = votes_from_export(
-            [{"id": task_id, "data": stored.data, "annotations": first}], stage, frozenset()
-        ).votes
-        allowed = [vote for vote in votes if ROLE_STAGES.get(self.role(vote["annotator_id"]) or "") == stage]
+        votes = votes_from_export([stored.with_annotations(first)], stage, frozenset()).votes
         item_id, careful = stored.item_id, bool(stored.data.get(CAREFUL))
+        allowed = self.counted(votes, stage, stored.project, item_id)
         decision = decide(item_id, allowed, self.config.rule(stage, careful))
         if stage == SCREENING and decision.status == SCREENED_VALID and not is_control(item_id):
             self.promote(item_id)
@@ -120,8 +154,9 @@ class Settler:
         return next((project for project, named in self.projects.items() if named == stage), None)
 
     def promote(self, item_id: str) -> bool:
-        """Import the item into resolution unless it is there; False when it is there or its row is
-        not found (the periodic sync promotes it from the items files it is given)."""
+        """Import the item into resolution unless it is there, with the controls its share calls for;
+        False when it is there or its row is not found (the periodic sync promotes it from the items files
+        it is given)."""
         row = self.items.get(item_id)
         if row is None:
             return False
@@ -130,5 +165,33 @@ class Settler:
             if self.client.has_item(project, item_id):
                 return False
             self.client.import_tasks(project, RESOLUTION, [row], ORDER_SEED)
+            add_controls(self.client, self.config, RESOLUTION, project)
         log.info("promoted %s to resolution", item_id)
         return True
+
+
+def seen_control_tallies(
+    client: LabelStudioClient, ledger: VoteLedger, answers: Mapping[str, str], stage: str, project: int
+) -> dict[Any, ControlTally]:
+    """Each annotator's control votes in the project as the pipeline first saw them, and how many were
+    right."""
+    recorded = {
+        tid: task for tid, task in client.records.tasks_of(project).items() if is_control(task.item_id)
+    }
+    seen = ledger.seen(project, recorded)
+    tasks = [recorded[task_id].with_annotations(firsts) for task_id, firsts in seen.first_by_task.items()]
+    return control_tallies(votes_from_export(tasks, stage, frozenset()).votes, answers)
+
+
+def add_controls(client: LabelStudioClient, config: LabellingConfig, stage: str, project: int) -> int:
+    """Import the controls that make the project's tasks `control_share` controls, by its recorded tasks
+    (drawn the same way every time, so a call adds only what is missing); never one whose gold sentence is
+    one of the project's items. Call it under the promotion lock. Returns how many were imported."""
+    recorded = [task.item_id for task in client.records.tasks_of(project).values()]
+    items = [item_id for item_id in recorded if not is_control(item_id)]
+    controls = [row for path in config.controls for row in load_controls(Path(path))]
+    in_use = {CONTROL_PREFIX + item_id for item_id in items}
+    drawn = draw_controls(controls, stage, len(items), config.control_share, in_use, ORDER_SEED)
+    present = set(recorded)
+    missing = [row for row in drawn if row["candidate_id"] not in present]
+    return client.import_tasks(project, stage, missing, ORDER_SEED) if missing else 0

@@ -67,16 +67,19 @@ class AnnotatorSession:
         self.http.close()
 
     def next_task(self, project: int) -> dict[str, Any] | None:
-        """The task Label Studio serves this annotator next; None when it serves none."""
+        """The task Label Studio serves this annotator next; None when it serves none (or refuses it the
+        project)."""
         response = self._send("GET", NEXT_TASK_PATH.format(project=project))
-        if response.status_code == 404:
+        # 403: the access gate took the project from a paused account.
+        if response.status_code in (403, 404):
             return None
         response.raise_for_status()
         task: dict[str, Any] = response.json()
         return task
 
-    def vote(self, task: Mapping[str, Any], code: str, from_name: str, lead_time: float = 5.0) -> int:
-        """Submit the answer whose code is `code`; returns the annotation's id."""
+    def vote(self, task: Mapping[str, Any], code: str, from_name: str, lead_time: float = 5.0) -> int | None:
+        """Submit the answer whose code is `code`; returns the annotation's id, None when the access gate
+        refuses it (the account was paused after it was served the task)."""
         label = next(label for label, value in task["data"]["answer_identity"].items() if value == code)
         result = [
             {"from_name": from_name, "to_name": "sentence", "type": "choices", "value": {"choices": [label]}}
@@ -86,6 +89,8 @@ class AnnotatorSession:
             TASK_ANNOTATIONS_PATH.format(task=task["id"]),
             json={"result": result, "lead_time": lead_time},
         )
+        if response.status_code == 403:
+            return None
         response.raise_for_status()
         return int(response.json()["id"])
 
@@ -257,8 +262,11 @@ def work_through(
                     continue
                 stream.working(email)
                 item_id = find_item(task)
-                session.vote(task, answer(item_id, stream.next_vote(item_id), email), from_name)
-                work.votes[email] += 1
+                if (
+                    session.vote(task, answer(item_id, stream.next_vote(item_id), email), from_name)
+                    is not None
+                ):
+                    work.votes[email] += 1
         except BaseException as error:  # the caller raises it; the others stop
             failures.append(error)
             stream.finished.set()

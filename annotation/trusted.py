@@ -70,7 +70,7 @@ def trusted_votes(
             if exported is not None and key not in present:
                 differences["gone_after_seen"] += 1
     tasks = [
-        {"id": task_id, "data": recorded[task_id].data, "annotations": firsts}
+        recorded[task_id].with_annotations(firsts)
         for task_id, firsts in seen.first_by_task.items()
         if task_id not in refused_tasks
     ]

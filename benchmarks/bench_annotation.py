@@ -157,7 +157,8 @@ def push_and_collect(settings: Settings, items: int, scratch: Path) -> dict[str,
             )
             # On record as if the pipeline had pushed them, so that collect reads them as its own tasks.
             given = [
-                (int(task_id), task["data"]) for task_id, task in zip(imported.task_ids, batch, strict=True)
+                (int(task_id), task["data"], task["data"]["item_id"])
+                for task_id, task in zip(imported.task_ids, batch, strict=True)
             ]
             client.records.record_tasks(project, RESOLUTION, given)
         started = time.perf_counter()
@@ -230,6 +231,8 @@ def annotator_loop(
         except ServiceUnavailable:
             load.timeouts["vote"] += 1
             continue
+        if annotation is None:  # refused by the access gate: the bench pauses no account
+            raise RuntimeError(f"the access gate refused a vote of {session.account.email}")
         with load.lock:
             load.posted[annotation] = (item_id, choice)
             load.newest[item_id] = max(load.newest.get(item_id, 0), annotation)

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow.parquet as pq
 from prefect import flow, task
 
@@ -31,7 +32,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import file_sha256
 from knowref60k.core.stats import PipelineStats
 from knowref60k.labelling.controls import control_answers
-from knowref60k.labelling.decisions import NAMES, RESOLUTION, SCREENING
+from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
 from knowref60k.settings.effective import RunConfig
@@ -129,19 +130,17 @@ def demo_flow(
 def release_quality(
     release: Path, answers: dict[str, dict[str, str]], votes: dict[str, Any]
 ) -> dict[str, Any]:
-    """Validity of the release's items by the gold set, their labels' agreement with the judged referent,
-    and every vote the loop cost per kept valid item."""
-    from knowref60k.quality.gold_verdicts import label_agreement, validity
+    """Validity of the release's items by the gold set, their labels' agreement with the judged referent
+    (as the release's card states it), and every vote the loop cost per kept valid item."""
+    from knowref60k.quality.gold_verdicts import validity
 
-    rows = [
-        row for split in SPLITS for row in load_release(release, split).select(["id", "label"]).to_pylist()
-    ]
-    found = validity([row["id"] for row in rows], answers[SCREENING])
-    labels = {row["id"]: NAMES[row["label"]] for row in rows}
+    ids = [row for split in SPLITS for row in load_release(release, split).column("id").to_pylist()]
+    found = validity(ids, answers[SCREENING])
     spent = votes["votes"] + sum(votes["refused_votes"].values())
+    manifest = orjson.loads((release / "manifest.json").read_bytes())
     return {
         **found,
-        "labels": label_agreement(labels, answers[RESOLUTION]),
+        "labels": manifest["difficulty"]["referents"],
         "votes": spent,
         "votes_per_kept_valid_item": round(spent / found["valid"], 2) if found["valid"] else None,
     }
@@ -197,11 +196,13 @@ def report(console: Any, result: dict[str, Any]) -> None:
         style="bold",
     )
     labels = quality["labels"]
+    agreement = labels["agreement"]
     console.print(
         f"Kept labels agreeing with the judged referent: {labels['agree']:,} of {labels['clear']:,} items "
-        f"with a clear one ({labels['agreement']}); {labels['unclear']:,} kept items the judges found "
-        f"unclear, {labels['unjudged']:,} without a judged referent; simulated resolvers' accuracy "
-        f"{result['resolver_accuracy']}",
+        f"with a clear one ({agreement['share']}, 95% interval {agreement['interval_95']}); "
+        f"{labels['unclear']:,} kept items the "
+        f"judges found unclear, {labels['items'] - labels['judged']:,} without a judged referent; "
+        f"simulated resolvers' accuracy {result['resolver_accuracy']}",
         style="bold",
     )
     console.print(

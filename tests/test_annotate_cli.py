@@ -21,6 +21,7 @@ from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k_annotation.client import ITEM_COLUMNS, LabelStudioClient
 from knowref60k_annotation.receiver import ReceiverProcess
+from knowref60k_annotation.roster import load_accounts
 from knowref60k_annotation.settings import Settings
 from tests.conftest import use_label_studio
 from tests.test_annotation import item, log_in
@@ -94,10 +95,16 @@ def test_push_twice_imports_every_item_once_with_its_controls(cli_settings: Sett
         "screening: 42 tasks offered, 0 imported, 42 already there; 42 tasks in the project"
     ]
     with LabelStudioClient(cli_settings) as client:
-        exported = client.export(client.existing_project(SCREENING))
-    ids = sorted(task["data"]["item_id"] for task in exported)
-    assert [i for i in ids if not i.startswith("control:")] == [item(n)["candidate_id"] for n in range(40)]
-    assert sum(i.startswith("control:") for i in ids) == 2
+        project = client.existing_project(SCREENING)
+        exported = client.export(project)
+        recorded = sorted(task.item_id for task in client.records.tasks_of(project).values())
+    expected = [item(n)["candidate_id"] for n in range(40)]
+    assert [i for i in recorded if not i.startswith("control:")] == expected
+    assert sum(i.startswith("control:") for i in recorded) == 2
+    # What Label Studio holds names no control as one: their ids are shaped like any candidate's.
+    shown = {task["data"]["item_id"] for task in exported}
+    disguised = shown - set(expected)
+    assert len(disguised) == 2 and all(re.fullmatch(r"[0-9a-f]{20}", i) for i in disguised)
 
 
 @pytest.mark.integration
@@ -173,8 +180,68 @@ def test_the_loop_from_the_command_line(cli_settings: Settings, no_controls: Pat
     assert status["votes_per_kept_item"] == round((screening_votes + resolution_votes) / valid, 2)
     assert len(status["annotators"]) == 2 + 5
     table = ok("status", "--out", str(out), *config)
-    assert table[0].split()[:4] == ["stage", "items", "waiting", "in_progress"]
+    assert table[0] == f"as of the collect made {report['collected_at']}"
+    assert table[1].split()[:4] == ["stage", "items", "waiting", "in_progress"]
     assert any(line.startswith(f"kept {valid};") for line in table)
+
+
+@pytest.mark.integration
+def test_a_random_clicker_among_five_honest_resolvers_is_paused_and_decides_nothing(
+    cli_settings: Settings, tmp_path: Path
+) -> None:
+    """Six resolvers, one answering at random: the controls pause it after the configured number (any
+    control wrong pauses here, and the honest ones are always right); its votes are set aside, every item
+    is decided by the five others, and no vote is lost. Resumed, its votes count again. The clicker gets
+    all six of its controls right one time in 729 (it is then paused later)."""
+    items = write_items(tmp_path / "run.items.parquet", 24)
+    settings = tmp_path / "labelling.toml"
+    settings.write_text(
+        "[labelling]\nscreening = false\ncontrol_share = 0.34\naudit_share = 0.0\n"
+        "pause_after_controls = 6\npause_below_accuracy = 1.0\n"
+    )
+    config, out = ["--config", str(settings)], tmp_path / "annotation"
+    ok("push", str(items), *config)
+    simulated = ok(
+        "simulate",
+        "--stage",
+        "resolution",
+        "--annotators",
+        "6",
+        "--clickers",
+        "1",
+        "--accuracy",
+        "1.0",
+        *config,
+    )
+    cast = int(simulated[0].split()[1])
+    # The clicker is the last of the six accounts (`annotate simulate --clickers`), by email.
+    clicker = max(account.email for account in load_accounts(cli_settings) if account.role == "resolver")
+    collected = annotate("collect", "--out", str(out), *config)
+    assert collected.exit_code == 0
+    # Each of its votes set aside is told in a line, and that it is paused.
+    told = collected.stderr.splitlines()
+    aside = [line for line in told if line.startswith(f"set aside the resolution vote of {clicker} ")]
+    assert any(line.startswith(f"PAUSED {clicker} since ") for line in told)
+    report = orjson.loads((out / "collect.json").read_bytes())
+    assert list(report["paused_accounts"]) == [clicker]
+    assert report["paused_accounts"][clicker]["controls"] <= 6
+    votes = pq.read_table(out / "votes.parquet").to_pylist()
+    refused = [orjson.loads(line) for line in (out / "refused-votes.jsonl").read_bytes().splitlines()]
+    assert {row["email"] for row in refused} == {clicker} and {row["reason"] for row in refused} == {
+        "account_paused"
+    }
+    assert clicker not in {report["emails"][str(vote["annotator_id"])] for vote in votes}
+    assert len(votes) + len(refused) == cast and len(aside) == len(refused)  # nothing lost
+    status = orjson.loads(annotate("status", "--out", str(out), "--json", *config).stdout)
+    assert status["stages"][RESOLUTION]["outcomes"] == {"kept": 24}
+    assert status["annotators"][clicker]["votes"] == 0
+    assert status["annotators"][clicker]["paused"]["why"].endswith(
+        "control items right (" + str(report["paused_accounts"][clicker]["control_accuracy"]) + ")"
+    )
+    assert ok("resume", clicker, *config) == [f"{clicker} resumed: its votes count again at the next collect"]
+    assert annotate("collect", "--out", str(out), *config).exit_code == 0
+    again = orjson.loads((out / "collect.json").read_bytes())
+    assert again["paused_accounts"] == {} and again["votes"] == cast
 
 
 @pytest.fixture

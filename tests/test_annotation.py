@@ -4,6 +4,7 @@ pushing, closing decided tasks, late votes, priority, roles, and collecting."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,9 @@ import pytest
 
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.decisions import RESOLUTION, SCREENING, SCREENING_CHOICES
+from knowref60k.labelling.costs import resolving
+from knowref60k.labelling.decisions import KEPT, RESOLUTION, SCREENING, SCREENING_CHOICES, ResolutionRule
+from knowref60k.labelling.referents import unclear_share
 from knowref60k.labelling.separation import MALFORMED_RESULT, NOT_A_CHOICE, NOT_ITS_AUTHOR, explain
 from knowref60k_annotation.accounts import create_accounts, enrol
 from knowref60k_annotation.client import PRIORITY_MODEL, STAGE_PROJECTS, LabelStudioClient
@@ -154,6 +157,31 @@ def test_simulated_resolvers_answer_the_truth_each_with_an_accuracy_of_its_own()
     click = clicker(0)
     clicked = Counter(click(f"clear-{n}", 0, "simulated-resolver-6@x") for n in range(3000))
     assert all(abs(count - 1000) < 150 for count in clicked.values()) and len(clicked) == 3
+
+
+def test_the_cost_model_expects_what_simulated_resolvers_spend() -> None:
+    """The cost model's resolvers (one accuracy, the resolution gold's unclear share) against the simulated
+    ones (an accuracy per account around that mean), five accounts voting on each item in a random order
+    until the rule decides it: votes per item and the kept share agree within 3%."""
+    rule, share = ResolutionRule(), unclear_share()
+    emails = [f"simulated-resolver-{n}@x" for n in range(1, 6)]
+    accuracies = account_accuracies(emails, 0.9, 7)
+    coin = simulated_truth(7)
+    truth = {f"i{n}": "unclear" if n % 1000 < share * 1000 else coin(f"i{n}") for n in range(6000)}
+    answer = resolver(truth.__getitem__, accuracies.__getitem__, 7)
+    order = random.Random(7)
+    spent, kept = 0, 0
+    for item_id in truth:
+        choices: list[str] = []
+        for index, email in enumerate(order.sample(emails, len(emails))):
+            choices.append(answer(item_id, index, email))
+            if (outcome := rule.outcome(choices)) is not None:
+                break
+        spent += len(choices)
+        kept += outcome is not None and outcome[0] == KEPT
+    expected = resolving(rule, 0.9, share)
+    assert abs(spent / len(truth) / expected.votes_valid - 1) < 0.03
+    assert abs(kept / len(truth) / expected.keep_valid - 1) < 0.03
 
 
 def annotation(

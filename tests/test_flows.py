@@ -269,7 +269,7 @@ def test_collect_flow_writes_every_vote(
     out = tmp_path / "annotation"
     report = collect_flow(str(out))
     assert report["votes_path"] == str(out / "votes.parquet")
-    ignored = ("votes_path", "projects", "emails", "refused_lines", "closed_tasks")
+    ignored = ("votes_path", "projects", "emails", "refused_lines", "closed_tasks", "collected_at")
     counts = {key: report[key] for key in report if key not in ignored}
     assert (counts.pop("projects_gone"), counts.pop("lookalike_projects"), counts.pop("differences")) == (
         {},
@@ -290,6 +290,7 @@ def test_collect_flow_writes_every_vote(
         "withdrawn_votes": 0,
         "simulated_votes": 30,
         "webhook_changes": [],
+        "paused_accounts": {},
     }
     # Every task got all its votes (nothing settled them in between): Label Studio closed them itself,
     # except, on SQLite, one whose last two votes were saved at once (each counted the other's task

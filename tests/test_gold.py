@@ -11,6 +11,8 @@ import orjson
 import pytest
 
 from knowref60k.core.errors import UserError
+from knowref60k.labelling.controls import RESOLUTION_CONTROLS
+from knowref60k.labelling.referents import load_referents
 from knowref60k.quality.gold import (
     GOLD_FILE,
     REASONS,
@@ -233,3 +235,26 @@ def test_every_valid_item_has_a_judged_referent_and_two_blind_judges_agree() -> 
     measured = script.agreement([(r["first"]["referent"], r["second"]["referent"]) for r in sample])
     assert measured["agree"] == sum(r["settled_by"] == "agreement" for r in sample)
     assert measured["kappa"] >= 0.8
+
+
+def test_the_resolution_controls_are_the_judged_clear_referents_renamed_as_prepare_renames(
+    tmp_path: Path,
+) -> None:
+    """`resolution_controls.jsonl` is what its tool rebuilds from the gold set and the current
+    perturbation, byte for byte; each answer is the item's judged referent."""
+    spec = importlib.util.spec_from_file_location("controls", REPO / "tools" / "eval" / "build_controls.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rebuilt = tmp_path / "resolution_controls.jsonl"
+    script.resolution_controls(rebuilt)
+    assert rebuilt.read_bytes() == RESOLUTION_CONTROLS.read_bytes()
+    referents = load_referents()
+    controls = list(map(orjson.loads, RESOLUTION_CONTROLS.read_bytes().splitlines()))
+    assert len(controls) > 1000
+    for control in controls:
+        judged = referents[control["candidate_id"]]
+        assert (judged.split, judged.referent, control["stage"]) == ("tune", control["answer"], "resolution")
+        shown = control["perturbed_sentence"]
+        assert shown[control["name1_start"] : control["name1_end"]] == control["name1"]
+        assert shown[control["name2_start"] : control["name2_end"]] == control["name2"]

@@ -33,8 +33,11 @@ from knowref60k.labelling.decisions import (
 from knowref60k.labelling.quality import annotator_quality, dawid_skene
 from knowref60k.labelling.separation import NO_ROLE, SCREENED_THIS_ITEM, WRONG_ROLE, explain, separate
 from knowref60k.labelling.slots import QueueState
+from knowref60k.labelling.status import Pace
 from knowref60k.labelling.status import status as labelling_status
 from tests.test_release import vote
+
+PACES = {SCREENING: Pace(10.0, 1.5), RESOLUTION: Pace(15.0, 4.5)}
 
 
 def sequence(choices: tuple[str, ...], item: str = "i", stage: str = RESOLUTION) -> list[dict[str, Any]]:
@@ -287,19 +290,23 @@ def test_status_of_a_fixed_vote_set() -> None:
         vote(21, "neither", 21, "b"),
     ]
     found = labelling_status(
-        tasks, votes, config, {"control:k": "valid"}, {1: "s1@x", 10: "r0@x"}, {"wrong_role": 2}
+        tasks, votes, config, {"control:k": "valid"}, {1: "s1@x", 10: "r0@x"}, {"wrong_role": 2}, PACES
     )
     screening, resolution = found["stages"][SCREENING], found["stages"][RESOLUTION]
     assert {
-        k: screening[k] for k in ("items", "waiting", "in_progress", "decided", "votes", "control_votes")
+        k: screening[k]
+        for k in ("items", "waiting", "in_progress", "decided", "item_votes", "control_votes", "votes")
     } == {
         "items": 3,
         "waiting": 0,
         "in_progress": 0,
         "decided": 3,
-        "votes": 3,
+        "item_votes": 3,
         "control_votes": 1,
+        "votes": 4,
     }
+    # Every vote of the stage is some annotator's: the rows add up.
+    assert sum(a["votes"] for a in found["annotators"].values() if a["stage"] == SCREENING) == 4
     assert screening["outcomes"] == {"screened_out:not_a_person": 1, "screened_valid": 2}
     assert {
         k: resolution[k] for k in ("items", "in_progress", "decided", "votes", "votes_per_decided_item")
@@ -312,6 +319,13 @@ def test_status_of_a_fixed_vote_set() -> None:
     }
     assert resolution["outcomes"] == {"kept": 1}
     assert resolution["projected_votes_to_finish"] == 2  # b has 2 of the 4 a decided item took
+    assert resolution["projected_from"] == "decided items"
+    # Each vote took the 3 s `vote` gives it; 6 votes, 2 more to come at that pace.
+    assert (resolution["person_hours"], resolution["projected_person_hours_to_finish"]) == (
+        round(6 * 3 / 3600, 2),
+        round(2 * 3 / 3600, 2),
+    )
+    assert resolution["expected_person_hours"] == round(6 * PACES[RESOLUTION].seconds_per_vote / 3600, 2)
     assert (found["kept"], found["votes"], found["votes_per_kept_item"]) == (1, 10, 10.0)
     assert found["refused_votes"] == {"wrong_role": 2}
     assert found["annotators"]["s1@x"] == {
@@ -320,6 +334,7 @@ def test_status_of_a_fixed_vote_set() -> None:
         "agreement_with_decision": 1.0,
         "control_votes": 0,
         "control_accuracy": None,
+        "person_hours": round(2 * 3 / 3600, 3),
     }
     assert found["annotators"]["2"]["control_accuracy"] == 1.0  # no email on record: the id
 
@@ -368,7 +383,7 @@ def test_status_decides_a_careful_task_by_the_careful_rule() -> None:
     config = LabellingConfig(controls=(), careful_screening_below=0.5)
     tasks = [{"stage": SCREENING, "item_id": "a", "careful": True}, {"stage": SCREENING, "item_id": "b"}]
     votes = [vote(1, "valid", 0, "a", stage=SCREENING), vote(1, "valid", 1, "b", stage=SCREENING)]
-    screening = labelling_status(tasks, votes, config, {}, {}, {})["stages"][SCREENING]
+    screening = labelling_status(tasks, votes, config, {}, {}, {}, PACES)["stages"][SCREENING]
     assert (screening["in_progress"], screening["decided"], screening["outcomes"]) == (
         1,
         1,

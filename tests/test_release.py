@@ -19,6 +19,7 @@ from knowref60k.core.config import ExtractConfig, PrepareConfig
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import ITEM_SCHEMA
 from knowref60k.core.stats import PipelineStats
+from knowref60k.debias.baselines import BASELINES
 from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.labelling.config import LabellingConfig
@@ -710,10 +711,12 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
     assert {"Splits", "Fields", "Construction funnel", "Licence", "Limitations", "Citation"} <= set(headings)
     # Splits (3), Fields (one per column), funnel (every stage): no table may end after its header.
-    # The annotators' table: one row per annotator (one screener and five resolvers).
-    assert len(rows_per_table) == 4 and rows_per_table[0] == 3 and rows_per_table[3] == 6, rows_per_table
+    # The annotators' table: one row per annotator (one screener and five resolvers); the baselines'
+    # table: one row per baseline.
+    assert len(rows_per_table) == 5 and rows_per_table[0] == 3 and rows_per_table[3] == 6, rows_per_table
+    assert rows_per_table[4] == len(BASELINES), rows_per_table
     assert min(rows_per_table) >= 3, rows_per_table
-    assert "Labelling" in headings
+    assert "Labelling" in headings and "How right and how hard" in headings
 
 
 def test_items_without_a_thread_are_counted_as_placed_by_their_own_id() -> None:

@@ -75,9 +75,10 @@ def test_votes_changed_reassigned_or_deleted_after_they_were_seen_count_as_first
     assert votes(tmp_path / "b") == votes(tmp_path / "a")
     assert second["refused_votes"] == {CHANGED_AFTER_SEEN: 2}
     assert second["differences"] == {"resolution.changed_after_seen": 2, "resolution.gone_after_seen": 1}
+    from knowref60k.labelling.cost_model import CostConfig
     from knowref60k_annotation.status import read_status, render_status
 
-    shown = read_status(tmp_path / "b", CONFIG)
+    shown = read_status(tmp_path / "b", CONFIG, CostConfig())
     assert shown["label_studio"]["differences"] == second["differences"]
     assert "resolution.gone_after_seen" in render_status(shown)
     ledger = (project_settings.state_dir / "records" / "annotations.jsonl").read_bytes().splitlines()
@@ -167,7 +168,7 @@ def test_the_ledger_keeps_first_versions_and_reports_later_ones(tmp_path: Path) 
 
     settings = Settings("http://127.0.0.1:9", "u", "p", "k", state_dir=tmp_path)
     data = {"item_id": "i", "sentence_html": "h", "options": [], "answer_identity": {"A": "antecedent1"}}
-    Records(settings).record_tasks(1, RESOLUTION, [(5, data)])
+    Records(settings).record_tasks(1, RESOLUTION, [(5, data, "i")])
 
     def annotation(annotation_id: int, author: int, label: str) -> dict[str, Any]:
         result = [{"type": "choices", "value": {"choices": [label]}}]

@@ -15,7 +15,8 @@ Sign-up needs the pipeline's invitation code (`INVITE_PARAMETER`), which only th
 
 Grants and the invitation code live in `knowref60k-access.json` in Label Studio's data folder, written by
 the admin through `GRANTS_PATH`: {"projects_of_user": {user id: [project id, ...]}}, each change added to
-what is there.
+what is there; {"revoked_of_user": {user id: [project id, ...]}} takes those projects away (a paused
+account's).
 It imports only the standard library at the top and Label Studio's modules once Django runs.
 """
 
@@ -91,6 +92,8 @@ class Grants:
             granted = {user: set(projects) for user, projects in data["projects_of_user"].items()}
             for user, projects in change.get("projects_of_user", {}).items():
                 granted.setdefault(str(user), set()).update(int(project) for project in projects)
+            for user, projects in change.get("revoked_of_user", {}).items():
+                granted.setdefault(str(user), set()).difference_update(int(project) for project in projects)
             data["projects_of_user"] = {user: sorted(projects) for user, projects in granted.items()}
             temporary = self.path.with_suffix(".tmp")
             temporary.write_text(json.dumps(data), encoding="utf-8")

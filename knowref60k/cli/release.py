@@ -78,6 +78,7 @@ def release(
             proportions=split_shares(split_proportions),
             debias=debias_features if debias else None,
             cost=load_cost_config(config_file),
+            model=model,
         )
         output_folder(out)  # created only once every option is known to be good
         audit = overlap_audit(overlap_index, benchmarks, model) if overlap_index else None

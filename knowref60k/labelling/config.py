@@ -18,7 +18,7 @@ from knowref60k.core.config import (
     refuse_bad_choices,
 )
 from knowref60k.core.errors import UserError
-from knowref60k.labelling.controls import DEFAULT_CONTROLS
+from knowref60k.labelling.controls import DEFAULT_CONTROLS, RESOLUTION_CONTROLS
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config, read_calibration
 from knowref60k.labelling.decisions import SCREENING, Decision, ResolutionRule, Rule, ScreeningRule
 from knowref60k.labelling.levels import Expected, Pinned, Rules, cached_choice
@@ -48,7 +48,7 @@ class LabellingConfig:
     # The share of tasks pushed to a stage that are control items with a known answer, and the files
     # they are drawn from (knowref60k.labelling.controls); none for a stage without controls.
     control_share: float = 0.05
-    controls: tuple[str, ...] = (str(DEFAULT_CONTROLS),)
+    controls: tuple[str, ...] = (str(DEFAULT_CONTROLS), str(RESOLUTION_CONTROLS))
     # How many annotators a task admits at once (knowref60k.labelling.slots): "fewest", the fewest further
     # votes that could decide it, or "agreeing", those that decide if they all agree (docs: measured).
     overlap_policy: str = one_of(POLICIES, "fewest")
@@ -56,12 +56,22 @@ class LabellingConfig:
     # agreement is measured on a sample early stopping does not select; drawn by a hash of the item id.
     audit_share: float = 0.05
     audit_seed: int = 60_000
+    # An account that has answered at least `pause_after_controls` control items (since the lead last
+    # resumed it) with fewer than `pause_below_accuracy` of them right is paused: its votes are set aside
+    # and it is served nothing until the lead resumes it. 0: never pause.
+    pause_after_controls: int = 8
+    pause_below_accuracy: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0 <= self.control_share < 1:
             raise UserError(f"control_share must be in [0, 1), not {self.control_share}")
         if not 0 <= self.audit_share <= 1:
             raise UserError(f"audit_share must be in [0, 1], not {self.audit_share}")
+        if self.pause_after_controls < 0 or not 0 <= self.pause_below_accuracy <= 1:
+            raise UserError(
+                f"pause_after_controls must be 0 or more and pause_below_accuracy in [0, 1], not "
+                f"{self.pause_after_controls} and {self.pause_below_accuracy}"
+            )
         refuse_bad_choices(self)
         # Built here so that a bad rule is refused when the settings are read, not in the middle of a collect.
         _ = (self.screening_rule, self.careful_screening_rule, self.resolution_rule)
@@ -101,6 +111,10 @@ class LabellingConfig:
         """The careful rule of each item whose validity score puts it under it, as the per-item map of
         `decide_stage` in screening (the other items screen by the usual rule)."""
         return self.careful_rules(SCREENING, self.carefully_screened(scores))
+
+    def pauses(self, controls: int, right: int) -> bool:
+        """Whether an account with `right` of `controls` control votes right is to be paused."""
+        return 0 < self.pause_after_controls <= controls and right < self.pause_below_accuracy * controls
 
     def is_audit(self, item_id: str) -> bool:
         return is_audit(item_id, self.audit_share, self.audit_seed)

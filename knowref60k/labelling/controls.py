@@ -21,6 +21,8 @@ from knowref60k.labelling.decisions import CHOICES
 from knowref60k.labelling.quality import CONTROL_PREFIX
 
 DEFAULT_CONTROLS = DATA_DIR / "eval" / "screening_controls.jsonl"
+# Renamed as any item, with the judged referent as the answer (tools/eval/build_controls.py).
+RESOLUTION_CONTROLS = DATA_DIR / "eval" / "resolution_controls.jsonl"
 
 
 def load_controls(path: Path) -> list[dict[str, Any]]:
@@ -53,11 +55,16 @@ def draw_controls(
     seed: int,
 ) -> list[Mapping[str, Any]]:
     """Controls of `stage` to push beside `items` real ones so that they make `share` of the tasks, drawn
-    by a seeded hash order (the same draw on every machine); never a sentence among `exclude`."""
+    by a seeded hash order (the same draw on every machine); never one whose sentence or id is among
+    `exclude`."""
     if share <= 0 or items == 0:
         return []
     excluded = set(exclude)
-    pool = [row for row in controls if row["stage"] == stage and row["sentence"] not in excluded]
+    pool = [
+        row
+        for row in controls
+        if row["stage"] == stage and row["sentence"] not in excluded and row["candidate_id"] not in excluded
+    ]
     wanted = min(len(pool), round(items * share / (1 - share)))
 
     def order(row: Mapping[str, Any]) -> bytes:

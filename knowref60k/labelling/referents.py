@@ -41,9 +41,8 @@ def load_referents(path: Path = REFERENTS_FILE) -> dict[str, Referent]:
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             raise UserError(f"{path}, line {number}: not a judged referent ({error})") from None
         if referent.split not in SPLITS or referent.referent not in REFERENTS:
-            raise UserError(
-                f"{path}, line {number}: split must be one of {SPLITS}, referent one of {REFERENTS}"
-            )
+            allowed = f"referent must be one of {REFERENTS} and split one of {SPLITS}"
+            raise UserError(f"{path}, line {number}: {allowed}")
         found[referent.candidate_id] = referent
     return found
 

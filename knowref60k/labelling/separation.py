@@ -8,7 +8,7 @@ refused (kept aside with its reason and counted, never used)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,8 @@ NOT_ITS_AUTHOR = "not_its_author"
 # first version seen is the one that counts).
 TASK_NOT_RECORDED, TASK_DATA_CHANGED = "task_not_recorded", "task_data_changed"
 CHANGED_AFTER_SEEN = "changed_after_seen"
+# Every vote of an account paused for its accuracy on control items (kept aside until the lead resumes it).
+ACCOUNT_PAUSED = "account_paused"
 
 
 @dataclass
@@ -38,9 +40,11 @@ class Separated:
         return dict(sorted(Counter(reason for _, reason in self.refused).items()))
 
 
-def separate(votes: Iterable[dict[str, Any]], role_of: Mapping[int, str | None]) -> Separated:
-    """Accept a vote when its annotator has the stage's role and, for a resolution vote, did not screen
-    the same item (even with a vote refused for its role)."""
+def separate(
+    votes: Iterable[dict[str, Any]], role_of: Mapping[int, str | None], paused: Collection[int] = ()
+) -> Separated:
+    """Accept a vote when its annotator has the stage's role, is not paused and, for a resolution vote,
+    did not screen the same item (even with a vote refused for its role)."""
     votes = list(votes)
     screened = {(vote["item_id"], vote["annotator_id"]) for vote in votes if vote["stage"] == SCREENING}
     result = Separated()
@@ -52,6 +56,8 @@ def separate(votes: Iterable[dict[str, Any]], role_of: Mapping[int, str | None])
             result.refused.append((vote, WRONG_ROLE))
         elif vote["stage"] == RESOLUTION and (vote["item_id"], vote["annotator_id"]) in screened:
             result.refused.append((vote, SCREENED_THIS_ITEM))
+        elif vote["annotator_id"] in paused:
+            result.refused.append((vote, ACCOUNT_PAUSED))
         else:
             result.accepted.append(vote)
     return result
@@ -74,6 +80,9 @@ def explain(vote: Mapping[str, Any], reason: str, email: str) -> str:
         return f"refused the {item}: its task {vote['task_id']} is not one the pipeline imported"
     if reason == TASK_DATA_CHANGED:
         return f"refused the {item}: what its task {vote['task_id']} shows is not what the pipeline gave it"
+    if reason == ACCOUNT_PAUSED:
+        resume = f"knowref60k annotate resume {email}"
+        return f"set aside the {item}: the account is paused for its accuracy on control items ({resume})"
     if reason == CHANGED_AFTER_SEEN:
         return f"refused the {item}: a later version of a vote already seen (the first one counts)"
     return (

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from knowref60k.labelling.decisions import VALID
-from knowref60k.labelling.referents import UNCLEAR, Referent
+from knowref60k.labelling.referents import Referent
 from knowref60k.quality.gold import GoldItem, judge
 
 # The gold set's reasons (and the two span errors of a candidate) as a screener would name them.
@@ -64,20 +64,4 @@ def validity(item_ids: Iterable[str], answers: Mapping[str, str]) -> dict[str, A
         "invalid": {kind: count for kind, count in sorted(kinds.items()) if kind not in (VALID, "unjudged")},
         "unjudged": kinds["unjudged"],
         "validity": round(kinds[VALID] / judged, 4) if judged else None,
-    }
-
-
-def label_agreement(labels: Mapping[str, str], referents: Mapping[str, str]) -> dict[str, Any]:
-    """How many kept labels (item -> antecedent1 or antecedent2) name the judged referent: over the items
-    with a clear one; items judged unclear, and items without a judged referent, counted apart."""
-    judged = {item: referents[item] for item in labels if item in referents}
-    clear = {item: referent for item, referent in judged.items() if referent != UNCLEAR}
-    agree = sum(labels[item] == referent for item, referent in clear.items())
-    return {
-        "items": len(labels),
-        "clear": len(clear),
-        "agree": agree,
-        "agreement": round(agree / len(clear), 4) if clear else None,
-        "unclear": len(judged) - len(clear),
-        "unjudged": len(labels) - len(judged),
     }

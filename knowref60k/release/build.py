@@ -42,6 +42,7 @@ from knowref60k.release.agreement import RELEASE_NAMES, AgreementReport
 from knowref60k.release.card import CardFacts, render_card, render_funnel_png
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.cost import HeldBack, cost_facts
+from knowref60k.release.difficulty import release_difficulty
 from knowref60k.release.labelled import Labelled, label
 from knowref60k.release.lm_eval_task import write_task
 from knowref60k.release.schema import hf_features, release_schema
@@ -79,6 +80,11 @@ VOTE_COLUMNS = (
 # What a release reads of an item (`release_row`).
 ITEM_COLUMNS = (
     "candidate_id",
+    # The original antecedents' offsets: which gold sentences kept their judged pair of names.
+    "antecedent1_start",
+    "antecedent1_end",
+    "antecedent2_start",
+    "antecedent2_end",
     "perturbed_sentence",
     "name1",
     "name1_start",
@@ -323,12 +329,14 @@ def build_release(
             rows[split_of(item, config.proportions)].append(release_row(item, labelled))
     overlap = _audit(rows, audit) if audit else None
     debiased = _debias(rows, config.debias) if config.debias else None
+    difficulty = release_difficulty(rows, inputs.items, config.model)
     staging = releases_dir / f".{version}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         with storage_errors(target, "write the release"):
             (staging / "data").mkdir(parents=True)
             contents = _write_contents(staging, rows, inputs, labelled, overlap, debiased)
+            contents = dataclasses.replace(contents, difficulty=difficulty)
             _write_card_and_manifest(staging, version, contents, inputs, labelled, config)
             os.rename(staging, target)
     finally:
@@ -544,6 +552,7 @@ def _manifest(
             "labelling": labelled.summary(),
             "cost": contents.cost,
             "agreement": labelled.report.summary(),
+            "difficulty": contents.difficulty,
             "rejected_votes": inputs.rejected_votes,
             "files": entries,
             "sources": sorted(inputs.sources, key=lambda s: s["file"]),

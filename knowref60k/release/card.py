@@ -15,6 +15,7 @@ from knowref60k.core.figures import pyplot, save_figure
 from knowref60k.release.agreement import alpha_text, kappa_text
 from knowref60k.release.config import ReleaseConfig
 from knowref60k.release.cost import cost_section
+from knowref60k.release.difficulty import difficulty_section
 from knowref60k.release.labelled import Labelled
 from knowref60k.release.schema import hf_features, release_fields
 from knowref60k.release.splits import SPLITS
@@ -56,6 +57,8 @@ class CardFacts:
     aflite: dict[str, Any] | None = None
     # What labelling was expected to cost and cost (knowref60k.release.cost).
     cost: dict[str, Any] | None = None
+    # Label balance, baselines and agreement with judged referents (knowref60k.release.difficulty).
+    difficulty: dict[str, Any] | None = None
 
 
 def card_metadata(version: str, facts: CardFacts, sizes: Mapping[str, int]) -> dict[str, Any]:
@@ -122,6 +125,7 @@ def render_card(
         summary=labelled.summary(),
         screening=labelled.screening_counts(),
         candidates_found=candidates_found(facts.person_detection),
+        difficulty_section=difficulty_section(facts.difficulty) if facts.difficulty else "",
         overlap_section=_overlap_section(facts.overlap) if facts.overlap else "",
         aflite_section=_aflite_section(facts.aflite) if facts.aflite else "",
         cost_section=cost_section(facts.cost) if facts.cost else "",

@@ -21,6 +21,9 @@ class ReleaseConfig:
     debias: str | None = None
     # What a person's vote costs, for the card's cost section.
     cost: CostConfig = field(default_factory=CostConfig)
+    # The spaCy pipeline that parses the kept items for the card's subject baseline; None: the
+    # extraction's (KNOWREF60K_SPACY_MODEL, else the first installed default). The card names it.
+    model: str | None = None
 
     def __post_init__(self) -> None:
         shares = self.proportions
