@@ -24,7 +24,6 @@ import typer
 from knowref60k.cli.common import add_forwarded
 from knowref60k.core.errors import UserError, storage_error
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
-from knowref60k.labelling.controls import control_answers
 from knowref60k.labelling.decisions import STAGES
 
 from .labelstudio_app.labelstudio_contract import LOGIN_PATH
@@ -188,34 +187,23 @@ def pause(email: Annotated[str, typer.Argument(help="The account's email.")]) ->
 
     with one_line_errors(), LabelStudioClient(load_settings()) as client:
         user_id = client.user_id(email)
-        paused = Pauses(client.settings).pause(email, None, "paused by the lead")
-        client.revoke_accounts([user_id])
+        paused = Pauses(client.settings).pause(email, user_id, "paused by the lead")
+        client.set_paused([user_id], True)
     typer.echo(f"{email} {'paused' if paused else 'was already paused'}; its votes are set aside")
 
 
 @annotate_app.command()
-def resume(
-    email: Annotated[str, typer.Argument(help="The account's email.")], config: ConfigOption = None
-) -> None:
-    """Resume a paused account: its votes count again, it is served tasks again, and only the controls it
-    answers from now on count towards pausing it again."""
+def resume(email: Annotated[str, typer.Argument(help="The account's email.")]) -> None:
+    """Resume a paused account: its votes count again, it is served tasks again, and only the control
+    votes it casts from now on count towards pausing it again."""
     from .client import LabelStudioClient
-    from .ledger import VoteLedger
-    from .pauses import ControlTally, Pauses
-    from .roster import load_accounts
-    from .settle import seen_control_tallies
+    from .pauses import Pauses
 
     with one_line_errors(), LabelStudioClient(load_settings()) as client:
-        user_id, labelling = client.user_id(email), _config(config)
-        answers, ledger = control_answers(labelling.controls), VoteLedger(client.settings)
-        tally = ControlTally()
-        for stage in STAGES:
-            project = client.records.project(client.title(stage))
-            found = seen_control_tallies(client, ledger, answers, stage, project) if project else {}
-            tally = tally + found.get(user_id, ControlTally())
-        if not Pauses(client.settings).resume(email, tally):
+        found = Pauses(client.settings).resume(email)
+        if found is None:
             raise UserError(f"{email} is not paused")
-        client.grant_accounts([a for a in load_accounts(client.settings) if a.email == email])
+        client.set_paused([found["user_id"]], False)
     typer.echo(f"{email} resumed: its votes count again at the next collect")
 
 

@@ -68,7 +68,7 @@ TITLE_LIMIT = 50
 CANDIDATE_ID_LENGTH = 20
 # The data manager shows every column a view does not hide, raw markup and other annotators' answers
 # included; the annotators' view leaves the task id, the sentence as text, and how far each task has got.
-DATA_KEYS = ("item_id", "sentence_html", "options", "answer_identity", "source_file")
+DATA_KEYS = ("item_id", "sentence_html", "options", "answer_identity")
 HIDDEN_COLUMNS = sorted(
     {f"tasks:{column}" for column in TASK_COLUMNS} | {f"tasks:data.{key}" for key in DATA_KEYS}
 )
@@ -178,8 +178,10 @@ class LabelStudioClient:
 
     def _adopt(self, project: int, stage: str, title: str) -> None:
         known = self.records.tasks_of(project)
-        tasks = [
-            (int(task["id"]), task["data"], str(task["data"]["item_id"])) for task in self.export(project)
+        # What Label Studio holds is all there is to adopt: the project predates the records.
+        tasks: list[tuple[int, dict[str, Any], str, str | None]] = [
+            (int(task["id"]), task["data"], str(task["data"]["item_id"]), None)
+            for task in self.export(project)
         ]
         self.records.record_tasks(project, stage, [task for task in tasks if task[0] not in known])
         self.records.record_project(title, project)
@@ -384,7 +386,7 @@ class LabelStudioClient:
                 "their votes would be refused (only Community's synchronous import is supported)"
             )
         given = [
-            (task_id, task["data"], str(item["candidate_id"]))
+            (task_id, task["data"], str(item["candidate_id"]), item.get("sentence"))
             for task_id, task, item in zip(task_ids, tasks, items, strict=True)
         ]
         self.records.record_tasks(project, stage, given)
@@ -399,10 +401,13 @@ class LabelStudioClient:
         compute), so that nobody can tell it from a real item; the records keep which control it is."""
         item_id = str(task["data"]["item_id"])
         if is_control(item_id):
-            key = webhook_secret(self.settings).encode()
-            disguise = hmac.new(key, item_id.encode(), hashlib.sha256).hexdigest()[:CANDIDATE_ID_LENGTH]
+            disguise = self.keyed(item_id).hex()[:CANDIDATE_ID_LENGTH]
             task["data"] = {**task["data"], "item_id": disguise}
         return task
+
+    def keyed(self, text: str) -> bytes:
+        """A hash of `text` keyed by the receiver's webhook secret, which no annotator can read."""
+        return hmac.new(webhook_secret(self.settings).encode(), text.encode(), hashlib.sha256).digest()
 
     def has_item(self, project: int, item_id: str) -> bool:
         """Whether the pipeline imported a task of the item into the project (by its records: a task's
@@ -468,14 +473,12 @@ class LabelStudioClient:
             self._gate("POST", {"projects_of_user": {str(a.user_id): [project] for a in accounts}})
         self._granted.add(project)
 
-    def revoke_accounts(self, user_ids: Iterable[int]) -> None:
-        """Take every project of the pipeline from these accounts (paused ones)."""
-        projects = [
-            found for stage in ROLE_STAGES.values() if (found := self.records.project(self.title(stage)))
-        ]
-        revoked = {str(user_id): projects for user_id in user_ids}
-        if revoked and projects:
-            self._gate("POST", {"revoked_of_user": revoked})
+    def set_paused(self, user_ids: Iterable[int], paused: bool) -> None:
+        """Pause these accounts at the access gate (it grants a paused account nothing, whatever its
+        grants), or resume them."""
+        change = {str(user_id): paused for user_id in user_ids}
+        if change:
+            self._gate("POST", {"paused_users": change})
 
     # ---- people ----
 

@@ -28,7 +28,7 @@ from knowref60k.labelling.separation import explain, separate
 from .accounts import SIMULATED_PREFIX
 from .client import LabelStudioClient
 from .ledger import VoteLedger
-from .pauses import Pauses, control_tallies, pause_reason
+from .pauses import Pauses, by_annotator
 from .roster import roles
 from .tasks import CAREFUL
 from .trusted import trusted_votes
@@ -119,20 +119,15 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
 def pause_accounts(
     client: LabelStudioClient, config: LabellingConfig, votes: list[dict[str, Any]], emails: Mapping[int, str]
 ) -> dict[str, dict[str, Any]]:
-    """Pause every account whose control votes call for it (its projects taken from it at the gate), and
-    return every paused account with why."""
-    pauses = Pauses(client.settings)
-    tallies = control_tallies(votes, control_answers(config.controls))
-    newly = [
-        uid
-        for uid, tally in tallies.items()
-        if uid in emails
-        and pauses.due(emails[uid], tally, config)
-        and pauses.pause(emails[uid], tally, pause_reason(tally))
-    ]
-    if newly:
-        client.revoke_accounts(newly)
-    return pauses.paused()
+    """Pause every account whose control votes call for it, hold every paused account paused at the access
+    gate (again at each collect), and return every paused account with why."""
+    pauses, answers = Pauses(client.settings), control_answers(config.controls)
+    for annotator, own in by_annotator(votes).items():
+        if annotator in emails:
+            pauses.pause_if_due(emails[annotator], annotator, own, answers, config)
+    paused = pauses.paused()
+    client.set_paused([found["user_id"] for found in paused.values()], True)
+    return paused
 
 
 def task_states(client: LabelStudioClient, project: int, stage: str) -> list[dict[str, Any]]:

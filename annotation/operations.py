@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.controls import control_answers, draw_controls, load_controls
-from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, VALID, decide_stage
+from knowref60k.labelling.controls import control_answers, load_controls
+from knowref60k.labelling.decisions import CHOICES, RESOLUTION, SCREENED_VALID, SCREENING, VALID, decide_stage
 from knowref60k.labelling.separation import STAGE_ROLES
 
 from .accounts import SIMULATED_PREFIX, ensure_accounts
 from .client import STAGE_PROJECTS, LabelStudioClient, PushReport, read_items
+from .control_tasks import with_controls
 from .receiver import ReceiverProcess
-from .settle import add_controls, promotion_lock
+from .settle import promotion_lock
 from .simulate import (
     AnnotatorSession,
     Work,
@@ -55,26 +55,22 @@ def push_new(
             skipping.append(row)
         else:
             screened.append({**row, CAREFUL: config.screens_carefully(score)})
-    stage = first_stage(config)
-    controls = [row for path in config.controls for row in load_controls(Path(path))]
-    drawn = draw_controls(
-        controls, stage, len(screened), config.control_share, (row["sentence"] for row in items), ORDER_SEED
-    )
-    reports = {stage: client.push(chain(screened, drawn), stage, config.initial_overlap(stage), ORDER_SEED)}
+    reports = {first_stage(config): push_with_controls(client, screened, first_stage(config), config)}
     if skipping:
-        reports[RESOLUTION] = push_to_resolution(client, skipping, config)
+        reports[RESOLUTION] = push_with_controls(client, skipping, RESOLUTION, config)
     return reports
 
 
-def push_to_resolution(
-    client: LabelStudioClient, items: Iterable[Mapping[str, Any]], config: LabellingConfig
+def push_with_controls(
+    client: LabelStudioClient, items: Iterable[Mapping[str, Any]], stage: str, config: LabellingConfig
 ) -> PushReport:
-    """Items into resolution, with the controls that keep its tasks `control_share` controls."""
-    project = client.ensure_project(RESOLUTION, config.initial_overlap(RESOLUTION))  # the server answers
+    """Items into the stage, with the controls that keep its tasks `control_share` controls, in one import."""
+    overlap = config.initial_overlap(stage)
+    project = client.ensure_project(stage, overlap)  # the server answers: then lock
+    controls = [row for path in config.controls for row in load_controls(Path(path))]
     with promotion_lock(client):
-        report = client.push(items, RESOLUTION, config.initial_overlap(RESOLUTION), ORDER_SEED)
-        add_controls(client, config, RESOLUTION, project)
-    return report
+        rows = with_controls(client, stage, project, items, controls, config.control_share)
+        return client.push(rows, stage, overlap, ORDER_SEED)
 
 
 def screened_valid(votes_path: Path, config: LabellingConfig, scores: Mapping[str, float | None]) -> set[str]:
@@ -98,7 +94,7 @@ def promote(
     scores = {item_id: row.get("validity_score") for item_id, row in items.items()}
     accepted = screened_valid(votes_path, config, scores)
     rows = (row for item_id, row in items.items() if item_id in accepted)
-    report = push_to_resolution(client, rows, config)
+    report = push_with_controls(client, rows, RESOLUTION, config)
     return {"screened_valid": len(accepted), "pushed": report.pushed, "tasks": report.tasks_in_project}
 
 
@@ -152,7 +148,7 @@ def simulate(
         drawn = account_accuracies(honest, accuracy, seed)
         answer = resolver(lambda item_id: known.get(item_id) or coin(item_id), drawn.__getitem__, seed)
         accuracies.update(drawn)
-    answer = with_clickers(answer, set(honest), clicker(seed))
+    answer = with_clickers(answer, set(honest), clicker(seed, CHOICES[stage]))
     project = client.existing_project(stage)
     receiver = ReceiverProcess(client.settings)
     if not receiver.healthy():  # (it promotes nothing: it is given no items; `promote` does that)

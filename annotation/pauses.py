@@ -1,11 +1,12 @@
 """Paused accounts: an annotator whose accuracy on control items falls below the level the labelling
 config sets, once it has answered enough of them, is paused. Its votes are set aside (kept, reported, not
-counted) wherever votes are read, the access gate takes its projects from it, and the lead resumes it by
-hand (`knowref60k annotate resume EMAIL`); from then on only the controls it answers after the resume
-count towards pausing it again.
+counted) wherever votes are read, the access gate grants it nothing, and the lead resumes it by hand
+(`knowref60k annotate resume EMAIL`); from then on only the control votes it casts after the resume count
+towards pausing it again.
 
 The record lives in the server's state folder, `records/paused.json` (rewritten whole, under a lock):
-{"paused": {email: {...why...}}, "resumed": {email: {"controls_before": n, ...}}}.
+{"paused": {email: {"user_id", "since", "why", "controls", "control_accuracy"}}, "resumed": {email: time}}.
+Accounts are named by email: the access gate lets no annotator change its own.
 """
 
 from __future__ import annotations
@@ -34,26 +35,26 @@ class ControlTally:
     controls: int = 0
     right: int = 0
 
-    def __add__(self, other: ControlTally) -> ControlTally:
-        return ControlTally(self.controls + other.controls, self.right + other.right)
-
     @property
     def accuracy(self) -> float | None:
         return round(self.right / self.controls, 4) if self.controls else None
 
 
-def control_tallies(
-    votes: Iterable[Mapping[str, Any]], answers: Mapping[str, str], annotator_key: str = "annotator_id"
-) -> dict[Any, ControlTally]:
-    """Each annotator's control votes and how many of them were right."""
-    counts: dict[Any, list[int]] = {}
+def control_tally(votes: Iterable[Mapping[str, Any]], answers: Mapping[str, str]) -> ControlTally:
+    """How many of the votes are on control items, and how many of those are right."""
+    judged = [
+        right_on_control(vote["choice"], answers[vote["item_id"]])
+        for vote in votes
+        if vote["item_id"] in answers
+    ]
+    return ControlTally(len(judged), sum(judged))
+
+
+def by_annotator(votes: Iterable[Mapping[str, Any]]) -> dict[int, list[Mapping[str, Any]]]:
+    found: dict[int, list[Mapping[str, Any]]] = {}
     for vote in votes:
-        answer = answers.get(vote["item_id"])
-        if answer is not None:
-            found = counts.setdefault(vote[annotator_key], [0, 0])
-            found[0] += 1
-            found[1] += right_on_control(vote["choice"], answer)
-    return {annotator: ControlTally(*found) for annotator, found in counts.items()}
+        found.setdefault(vote["annotator_id"], []).append(vote)
+    return found
 
 
 def pause_reason(tally: ControlTally) -> str:
@@ -61,7 +62,7 @@ def pause_reason(tally: ControlTally) -> str:
 
 
 class Pauses:
-    """The paused and resumed accounts of one server (by email)."""
+    """The paused and resumed accounts of one server."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -76,43 +77,59 @@ class Pauses:
     def paused(self) -> dict[str, dict[str, Any]]:
         return self.read()["paused"]
 
-    def due(self, email: str, tally: ControlTally, config: LabellingConfig) -> bool:
-        """Whether this tally pauses the account: the controls it answered since it was last resumed are at
-        least `pause_after_controls`, and fewer than `pause_below_accuracy` of them right."""
-        since = self.read()["resumed"].get(email, {})
-        controls = tally.controls - int(since.get("controls_before", 0))
-        right = tally.right - int(since.get("right_before", 0))
-        return config.pauses(controls, right)
-
-    def pause(self, email: str, tally: ControlTally | None, why: str) -> bool:
-        """Pause the account (False when it already is)."""
+    def pause_if_due(
+        self,
+        email: str,
+        user_id: int,
+        votes: Iterable[Mapping[str, Any]],
+        answers: Mapping[str, str],
+        config: LabellingConfig,
+    ) -> bool:
+        """Pause the account when its control votes cast since it was last resumed (all of them, if it
+        never was) call for it; True when this paused it. Decided and written under the lock, so that a
+        resume in between is not overturned by a tally from before it."""
         with state_lock(self.settings, LOCK):
             known = self.read()
             if email in known["paused"]:
                 return False
-            known["paused"][email] = {
-                "since": _now(),
-                "why": why,
-                "controls": tally.controls if tally else None,
-                "control_accuracy": tally.accuracy if tally else None,
-            }
-            self._write(known)
-        log.warning("paused %s: %s", email, why)
+            since = known["resumed"].get(email)
+            tally = control_tally([v for v in votes if _cast_after(v["created_at"], since)], answers)
+            if not config.pauses(tally.controls, tally.right):
+                return False
+            self._record(known, email, user_id, pause_reason(tally), tally)
+        log.warning("paused %s: %s", email, pause_reason(tally))
         return True
 
-    def resume(self, email: str, tally: ControlTally) -> bool:
-        """Resume the account (False when it was not paused); its controls so far no longer count."""
+    def pause(self, email: str, user_id: int, why: str) -> bool:
+        """Pause the account by hand (False when it already is)."""
         with state_lock(self.settings, LOCK):
             known = self.read()
-            if known["paused"].pop(email, None) is None:
+            if email in known["paused"]:
                 return False
-            known["resumed"][email] = {
-                "at": _now(),
-                "controls_before": tally.controls,
-                "right_before": tally.right,
-            }
-            self._write(known)
+            self._record(known, email, user_id, why, None)
         return True
+
+    def resume(self, email: str) -> dict[str, Any] | None:
+        """Resume the account; its pause record, None when it was not paused."""
+        with state_lock(self.settings, LOCK):
+            known = self.read()
+            found: dict[str, Any] | None = known["paused"].pop(email, None)
+            if found is not None:
+                known["resumed"][email] = _now()
+                self._write(known)
+        return found
+
+    def _record(
+        self, known: dict[str, Any], email: str, user_id: int, why: str, tally: ControlTally | None
+    ) -> None:
+        known["paused"][email] = {
+            "user_id": user_id,
+            "since": _now(),
+            "why": why,
+            "controls": tally.controls if tally else None,
+            "control_accuracy": tally.accuracy if tally else None,
+        }
+        self._write(known)
 
     def _write(self, known: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,4 +137,13 @@ class Pauses:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _cast_after(created: Any, since: str | None) -> bool:
+    """Whether a vote created at `created` (a time Label Studio gave; UTC when it names no zone) was cast
+    after `since` (None: always)."""
+    if since is None:
+        return True
+    when = created if isinstance(created, datetime) else datetime.fromisoformat(str(created))
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)) > datetime.fromisoformat(since)

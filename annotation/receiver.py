@@ -160,6 +160,10 @@ class Receiver:
         self.queue.put(task["id"], stage, {**payload, RECEIVED: time.monotonic()})
         return self._count("queued")
 
+    def settle_again(self, task_id: int, stage: str) -> None:
+        """Queue a task to be settled again (its votes changed in meaning: an annotator was paused)."""
+        self.queue.put(task_id, stage, {"task": {}, RECEIVED: time.monotonic()})
+
     def _count(self, what: str) -> str:
         with self._lock:
             self.counts[what] += 1
@@ -383,7 +387,9 @@ def make_server(settings: Settings, config: LabellingConfig, items: list[Path]) 
     api_url = settle_url(settings)
     log.info("settling through Label Studio at %s", api_url)
     client = LabelStudioClient(settings, api_url=api_url)
-    receiver = Receiver(Settler(client, config, items), webhook_secret(settings))
+    settler = Settler(client, config, items)
+    receiver = Receiver(settler, webhook_secret(settings))
+    settler.requeue = receiver.settle_again
     review_webhooks(client)
     address = urlsplit(receiver_url(settings))
     server = ReceiverServer(

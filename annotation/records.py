@@ -38,6 +38,8 @@ class RecordedTask:
     data: dict[str, Any]
     # The item the task holds where its data names another id (a control's data names a disguised one).
     item: str | None = None
+    # The item's original sentence (kept here, not in Label Studio): no control of the same one is drawn.
+    sentence: str | None = None
 
     @property
     def item_id(self) -> str:
@@ -129,16 +131,18 @@ class Records:
         return dropped if isinstance(dropped, int) else None
 
     def record_tasks(
-        self, project: int, stage: str, tasks: Iterable[tuple[int, dict[str, Any], str]]
+        self, project: int, stage: str, tasks: Iterable[tuple[int, dict[str, Any], str, str | None]]
     ) -> None:
-        """Record tasks just imported: (Label Studio's task id, the data the pipeline gave it, the item)."""
+        """Record tasks just imported: (Label Studio's task id, the data the pipeline gave it, the item,
+        its original sentence)."""
         lines = [
             orjson.dumps(
                 {"server": self.server, "task_id": tid, "project": project, "stage": stage, "data": d}
                 | ({"item_id": item} if item != d["item_id"] else {})
+                | ({"sentence": sentence} if sentence else {})
             )
             + b"\n"
-            for tid, d, item in tasks
+            for tid, d, item, sentence in tasks
         ]
         with state_lock(self.settings, LOCK):
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -167,7 +171,12 @@ class Records:
             if row["server"] != self.server:
                 continue
             task = RecordedTask(
-                int(row["task_id"]), int(row["project"]), row["stage"], row["data"], row.get("item_id")
+                int(row["task_id"]),
+                int(row["project"]),
+                row["stage"],
+                row["data"],
+                row.get("item_id"),
+                row.get("sentence"),
             )
             self._tasks[(task.project, task.task_id)] = task
             self._by_item.setdefault((task.project, task.item_id), task.task_id)

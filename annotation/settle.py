@@ -9,22 +9,23 @@ queue states to every task, and so repairs whatever a settle missed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from knowref60k.labelling.config import LabellingConfig
-from knowref60k.labelling.controls import control_answers, draw_controls, load_controls
+from knowref60k.labelling.controls import load_controls
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
-from knowref60k.labelling.quality import CONTROL_PREFIX, is_control
+from knowref60k.labelling.quality import is_control
 from knowref60k.labelling.separation import ROLE_STAGES
 from knowref60k.labelling.slots import QueueState
 
 from .client import LabelStudioClient, read_items
+from .control_tasks import with_controls
 from .ledger import VoteLedger
-from .pauses import ControlTally, Pauses, control_tallies, pause_reason
+from .pauses import Pauses, by_annotator
 from .roster import roles
 from .settings import state_lock
 from .tasks import CAREFUL, ORDER_SEED
@@ -75,7 +76,10 @@ class Settler:
         self.email_of: dict[int, str] = {}
         self.ledger = VoteLedger(client.settings)
         self.pauses = Pauses(client.settings)
-        self.control_answers = control_answers(config.controls)
+        self.controls = [row for path in config.controls for row in load_controls(Path(path))]
+        self.control_answers = {row["candidate_id"]: row["answer"] for row in self.controls}
+        # Where a task to settle again goes (the receiver sets its queue); None: settled at once.
+        self.requeue: Callable[[int, str], None] | None = None
 
     def stage_of(self, project: int) -> str | None:
         """The stage of one of our projects; None for a project of someone else."""
@@ -103,23 +107,26 @@ class Settler:
         return [vote for vote in allowed if self.email_of.get(vote["annotator_id"]) not in paused]
 
     def pause_if_due(self, project: int, stage: str, annotators: set[int]) -> None:
-        """Pause those of `annotators` whose control votes in the project (as first seen) call for it."""
-        tallies = seen_control_tallies(self.client, self.ledger, self.control_answers, stage, project)
+        """Pause those of `annotators` whose control votes in the project (as first seen) call for it, and
+        have every task they voted on settled again without them."""
+        votes = by_annotator(seen_control_votes(self.client, self.ledger, stage, project))
         for annotator in annotators:
-            email, tally = self.email_of.get(annotator), tallies.get(annotator)
-            if email is None or tally is None or not self.pauses.due(email, tally, self.config):
-                continue
-            if self.pauses.pause(email, tally, pause_reason(tally)):
-                self.client.revoke_accounts([annotator])
-                self.settle_voted_by(project, stage, annotator)
+            email = self.email_of.get(annotator)
+            own = votes.get(annotator, [])
+            if email and self.pauses.pause_if_due(email, annotator, own, self.control_answers, self.config):
+                self.client.set_paused([annotator], True)
+                self.settle_again(project, stage, annotator)
 
-    def settle_voted_by(self, project: int, stage: str, annotator: int) -> None:
-        """Settle again every task of the project the account voted on, now that its votes no longer
-        count: an item it helped decide goes back to the queue for the vote it lacks."""
-        seen = self.ledger.seen(project)
-        for task_id, firsts in seen.first_by_task.items():
+    def settle_again(self, project: int, stage: str, annotator: int) -> None:
+        """Every task of the project the account voted on, to be settled again now that its votes no
+        longer count (an item it helped decide goes back to the queue for the vote it lacks): handed to
+        `requeue` (the receiver's queue, one worker per task), else settled here."""
+        for task_id, firsts in self.ledger.seen(project).first_by_task.items():
             if any(account_id(first.get("completed_by")) == annotator for first in firsts):
-                self.settle(task_id, stage)
+                if self.requeue is not None:
+                    self.requeue(task_id, stage)
+                else:
+                    self.settle(task_id, stage)
 
     def settle(self, task_id: int, stage: str, claimed: QueueState | None = None) -> str:
         """Settle a task after a webhook named it: read its annotations from Label Studio with the pipeline's
@@ -160,38 +167,26 @@ class Settler:
         row = self.items.get(item_id)
         if row is None:
             return False
-        project = self.client.ensure_project(RESOLUTION, self.config.initial_overlap(RESOLUTION))
+        overlap = self.config.initial_overlap(RESOLUTION)
+        project = self.client.ensure_project(RESOLUTION, overlap)
         with promotion_lock(self.client):
             if self.client.has_item(project, item_id):
                 return False
-            self.client.import_tasks(project, RESOLUTION, [row], ORDER_SEED)
-            add_controls(self.client, self.config, RESOLUTION, project)
+            rows = with_controls(
+                self.client, RESOLUTION, project, [row], self.controls, self.config.control_share
+            )
+            self.client.push(rows, RESOLUTION, overlap, ORDER_SEED)
         log.info("promoted %s to resolution", item_id)
         return True
 
 
-def seen_control_tallies(
-    client: LabelStudioClient, ledger: VoteLedger, answers: Mapping[str, str], stage: str, project: int
-) -> dict[Any, ControlTally]:
-    """Each annotator's control votes in the project as the pipeline first saw them, and how many were
-    right."""
+def seen_control_votes(
+    client: LabelStudioClient, ledger: VoteLedger, stage: str, project: int
+) -> list[dict[str, Any]]:
+    """The votes on the project's control tasks as the pipeline first saw them (only their authors')."""
     recorded = {
         tid: task for tid, task in client.records.tasks_of(project).items() if is_control(task.item_id)
     }
     seen = ledger.seen(project, recorded)
     tasks = [recorded[task_id].with_annotations(firsts) for task_id, firsts in seen.first_by_task.items()]
-    return control_tallies(votes_from_export(tasks, stage, frozenset()).votes, answers)
-
-
-def add_controls(client: LabelStudioClient, config: LabellingConfig, stage: str, project: int) -> int:
-    """Import the controls that make the project's tasks `control_share` controls, by its recorded tasks
-    (drawn the same way every time, so a call adds only what is missing); never one whose gold sentence is
-    one of the project's items. Call it under the promotion lock. Returns how many were imported."""
-    recorded = [task.item_id for task in client.records.tasks_of(project).values()]
-    items = [item_id for item_id in recorded if not is_control(item_id)]
-    controls = [row for path in config.controls for row in load_controls(Path(path))]
-    in_use = {CONTROL_PREFIX + item_id for item_id in items}
-    drawn = draw_controls(controls, stage, len(items), config.control_share, in_use, ORDER_SEED)
-    present = set(recorded)
-    missing = [row for row in drawn if row["candidate_id"] not in present]
-    return client.import_tasks(project, stage, missing, ORDER_SEED) if missing else 0
+    return votes_from_export(tasks, stage, frozenset()).votes

@@ -151,12 +151,12 @@ def resolver(truth: Callable[[str], str], accuracy: Callable[[str], float], seed
     return answer
 
 
-def clicker(seed: int) -> Answer:
-    """An account that answers at random among the resolution choices, whatever the item."""
+def clicker(seed: int, choices: Sequence[str] = RESOLUTION_CHOICES) -> Answer:
+    """An account that answers at random among the stage's `choices`, whatever the item."""
 
     def answer(item_id: str, _index: int, email: str) -> str:
         digest = hashlib.sha256(f"{seed}\x1fclick\x1f{item_id}\x1f{email}".encode()).digest()
-        return RESOLUTION_CHOICES[int.from_bytes(digest[:8], "big") % len(RESOLUTION_CHOICES)]
+        return choices[int.from_bytes(digest[:8], "big") % len(choices)]
 
     return answer
 

@@ -17,7 +17,6 @@ from knowref60k.labelling.cost_model import CostConfig
 from knowref60k.labelling.status import PASSED_ON, paces, status
 
 VOTE_COLUMNS = ["stage", "item_id", "annotation_id", "annotator_id", "choice", "created_at", "updated_at"]
-VOTE_COLUMNS_READ = [*VOTE_COLUMNS, "lead_time"]
 TASK_COLUMNS = ["stage", "item_id", "task_id", "is_labeled"]
 TRUST_REPORT = ("differences", "projects_gone", "lookalike_projects")
 

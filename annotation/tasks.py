@@ -96,7 +96,6 @@ def _task(
             "sentence": text,
             "options": [{"value": label} for label, _ in options],
             "answer_identity": {label: code for label, code in options},
-            "source_file": item["source_file"],
         }
     }
 

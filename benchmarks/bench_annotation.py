@@ -157,7 +157,7 @@ def push_and_collect(settings: Settings, items: int, scratch: Path) -> dict[str,
             )
             # On record as if the pipeline had pushed them, so that collect reads them as its own tasks.
             given = [
-                (int(task_id), task["data"], task["data"]["item_id"])
+                (int(task_id), task["data"], task["data"]["item_id"], None)
                 for task_id, task in zip(imported.task_ids, batch, strict=True)
             ]
             client.records.record_tasks(project, RESOLUTION, given)

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings("http://127.0.0.1:9", "u", "p", "k", state_dir=Path(tempfile.mkdtemp()))
     Records(settings).record_tasks(
-        1, RESOLUTION, [(n, task_data(n), task_data(n)["item_id"]) for n in range(args.tasks)]
+        1, RESOLUTION, [(n, task_data(n), task_data(n)["item_id"], None) for n in range(args.tasks)]
     )
     export = [
         {"id": n, "data": task_data(n), "annotations": [annotation(n, v) for v in range(VOTERS)]}

@@ -201,7 +201,8 @@ def report(console: Any, result: dict[str, Any]) -> None:
         f"Kept labels agreeing with the judged referent: {labels['agree']:,} of {labels['clear']:,} items "
         f"with a clear one ({agreement['share']}, 95% interval {agreement['interval_95']}); "
         f"{labels['unclear']:,} kept items the "
-        f"judges found unclear, {labels['items'] - labels['judged']:,} without a judged referent; "
+        f"judges found unclear, {labels['other_pair']:,} judged with another pair of names, "
+        f"{labels['items'] - labels['judged'] - labels['other_pair']:,} not judged; "
         f"simulated resolvers' accuracy {result['resolver_accuracy']}",
         style="bold",
     )

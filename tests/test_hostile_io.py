@@ -5,7 +5,9 @@ archives, a file given twice, usernames in the quarantine. Small synthetic input
 from __future__ import annotations
 
 import errno
+import hashlib
 import re
+import types
 from pathlib import Path
 from typing import Any
 
@@ -531,10 +533,23 @@ def test_prepare_refuses_two_files_that_would_write_the_same_items(tmp_path: Pat
 
 
 class RecordingClient:
-    """A Label Studio that takes every item offered: what `push` counts without a server."""
+    """A Label Studio that takes every item offered and holds none yet: what `push` counts without a
+    server."""
 
     def __init__(self, *_: object) -> None:
+        import tempfile
+
+        from knowref60k_annotation.settings import Settings
+
         self.offered: dict[str, list[str]] = {}
+        self.settings = Settings("http://127.0.0.1:9", "u", "p", "k", state_dir=Path(tempfile.mkdtemp()))
+        self.records = types.SimpleNamespace(tasks_of=lambda _project: {})
+
+    def ensure_project(self, *_: object) -> int:
+        return 1
+
+    def keyed(self, text: str) -> bytes:
+        return hashlib.sha256(text.encode()).digest()
 
     def __enter__(self) -> RecordingClient:
         return self

@@ -168,7 +168,7 @@ def test_the_ledger_keeps_first_versions_and_reports_later_ones(tmp_path: Path) 
 
     settings = Settings("http://127.0.0.1:9", "u", "p", "k", state_dir=tmp_path)
     data = {"item_id": "i", "sentence_html": "h", "options": [], "answer_identity": {"A": "antecedent1"}}
-    Records(settings).record_tasks(1, RESOLUTION, [(5, data, "i")])
+    Records(settings).record_tasks(1, RESOLUTION, [(5, data, "i", None)])
 
     def annotation(annotation_id: int, author: int, label: str) -> dict[str, Any]:
         result = [{"type": "choices", "value": {"choices": [label]}}]

@@ -15,8 +15,8 @@ Sign-up needs the pipeline's invitation code (`INVITE_PARAMETER`), which only th
 
 Grants and the invitation code live in `knowref60k-access.json` in Label Studio's data folder, written by
 the admin through `GRANTS_PATH`: {"projects_of_user": {user id: [project id, ...]}}, each change added to
-what is there; {"revoked_of_user": {user id: [project id, ...]}} takes those projects away (a paused
-account's).
+what is there; {"paused_users": {user id: true | false}} pauses or resumes an account: a paused one is
+granted nothing, whatever its grants say, until it is resumed.
 It imports only the standard library at the top and Label Studio's modules once Django runs.
 """
 
@@ -92,8 +92,10 @@ class Grants:
             granted = {user: set(projects) for user, projects in data["projects_of_user"].items()}
             for user, projects in change.get("projects_of_user", {}).items():
                 granted.setdefault(str(user), set()).update(int(project) for project in projects)
-            for user, projects in change.get("revoked_of_user", {}).items():
-                granted.setdefault(str(user), set()).difference_update(int(project) for project in projects)
+            paused = set(data.get("paused_users", []))
+            for user, pausing in change.get("paused_users", {}).items():
+                (paused.add if pausing else paused.discard)(str(user))
+            data["paused_users"] = sorted(paused)
             data["projects_of_user"] = {user: sorted(projects) for user, projects in granted.items()}
             temporary = self.path.with_suffix(".tmp")
             temporary.write_text(json.dumps(data), encoding="utf-8")
@@ -199,7 +201,10 @@ class AccessGate:
         return JsonResponse(self.grants.update({}))
 
     def allowed(self, user: Any, project: Any) -> bool:
-        return project in self.grants.current()["projects_of_user"].get(str(user.id), ())
+        grants = self.grants.current()
+        if str(user.id) in grants.get("paused_users", ()):
+            return False
+        return project in grants["projects_of_user"].get(str(user.id), ())
 
     def refusal(self, request: Any, user: Any) -> str | None:
         """Why the annotator `user` may not make this request; None when it may."""

@@ -162,9 +162,8 @@ class LabellingConfig:
 
     @property
     def rules(self) -> Rules:
-        return Rules(
-            self.screening_rule if self.screening else None, self.careful_screening_rule, self.resolution_rule
-        )
+        screening = self.screening_rule if self.screening else None
+        return Rules(screening, self.careful_screening_rule, self.resolution_rule, self.control_share)
 
     def to_dict(self) -> dict[str, Any]:
         levels = {"skip_screening_above": self.skip_level, "careful_screening_below": self.careful_level}

@@ -17,9 +17,30 @@ import orjson
 
 from knowref60k.core.errors import UserError
 from knowref60k.core.paths import DATA_DIR
-from knowref60k.labelling.decisions import CHOICES
+from knowref60k.labelling.decisions import CHOICES, RESOLUTION, SCREENING
 from knowref60k.labelling.quality import CONTROL_PREFIX
 
+# What a task of each stage is made of (annotation/tasks.py), besides the id; `sentence` is the original
+# one, which no control may share with an item.
+SHOWN_FIELDS = {
+    SCREENING: (
+        "sentence",
+        "antecedent1_start",
+        "antecedent1_end",
+        "antecedent2_start",
+        "antecedent2_end",
+        "pronoun_start",
+        "pronoun_end",
+    ),
+    RESOLUTION: (
+        "sentence",
+        "perturbed_sentence",
+        "perturbed_pronoun_start",
+        "perturbed_pronoun_end",
+        "name1",
+        "name2",
+    ),
+}
 DEFAULT_CONTROLS = DATA_DIR / "eval" / "screening_controls.jsonl"
 # Renamed as any item, with the judged referent as the answer (tools/eval/build_controls.py).
 RESOLUTION_CONTROLS = DATA_DIR / "eval" / "resolution_controls.jsonl"
@@ -35,6 +56,9 @@ def load_controls(path: Path) -> list[dict[str, Any]]:
             row = orjson.loads(line)
             if row["answer"] not in CHOICES[row["stage"]]:
                 raise ValueError(f"answer {row['answer']!r} is not one of {CHOICES[row['stage']]}")
+            missing = [name for name in SHOWN_FIELDS[row["stage"]] if name not in row]
+            if missing:
+                raise ValueError(f"a {row['stage']} control needs {', '.join(missing)}")
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise UserError(f"{path}, line {number}: not a control item ({error})") from None
         controls.append({**row, "candidate_id": CONTROL_PREFIX + row["candidate_id"]})

@@ -40,11 +40,13 @@ YIELD_CONFIDENCE_Z = 1.645
 
 @dataclass(frozen=True)
 class Rules:
-    """The labelling rules the levels route items to; `screening` None: items go unscreened."""
+    """The labelling rules the levels route items to; `screening` None: items go unscreened. Control
+    items make up `control_share` of each stage's tasks and take about the votes an item does."""
 
     screening: ScreeningRule | None
     careful: ScreeningRule
     resolution: ResolutionRule
+    control_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -274,6 +276,8 @@ def _figures(
     kept_invalid = accepted_invalid * resolved.keep_invalid
     sent = bands.valid[t] + bands.invalid[t]
     low = np.maximum(bands.valid[t] - YIELD_CONFIDENCE_Z * np.sqrt(bands.valid[t]), 0.0)
+    with_controls = 1 / (1 - rules.control_share)
+    screening, resolution = screening * with_controls, resolution * with_controls
     seconds = screening * cost.screening_vote_seconds + resolution * cost.resolution_vote_seconds
     return {
         "precision": _share(bands.valid[t], sent),

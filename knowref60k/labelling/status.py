@@ -27,6 +27,8 @@ from knowref60k.labelling.decisions import (
 from knowref60k.labelling.quality import annotator_quality, is_control
 from knowref60k.labelling.referents import unclear_share
 
+MAX_VOTE_SECONDS = 3600.0
+
 
 @dataclass(frozen=True)
 class Pace:
@@ -73,7 +75,7 @@ def stage_status(
     in_progress = [d for d in decisions.values() if d.status == PENDING and cast[d.item_id]]
     waiting = sum(1 for d in decisions.values() if d.status == PENDING and not cast[d.item_id])
     to_finish = round(waiting * per_item + sum(max(0.0, per_item - cast[d.item_id]) for d in in_progress))
-    seconds = [float(v["lead_time"]) for v in stage_votes if v.get("lead_time") is not None]
+    seconds = [vote_seconds(v) for v in stage_votes if v.get("lead_time") is not None]
     per_vote = sum(seconds) / len(seconds) if seconds else pace.seconds_per_vote
     return {
         "items": len(items),
@@ -93,6 +95,16 @@ def stage_status(
         "expected_person_hours": round(len(stage_votes) * pace.seconds_per_vote / 3600, 2),
         "projected_person_hours_to_finish": round(to_finish * per_vote / 3600, 2),
     }
+
+
+def vote_seconds(vote: Mapping[str, Any]) -> float:
+    """The seconds a vote took, as its page measured them (`lead_time`), within [0, an hour]: whoever posts
+    a vote sets it, and one absurd value must not swamp the rest."""
+    try:
+        seconds = float(vote.get("lead_time") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return min(max(seconds, 0.0), MAX_VOTE_SECONDS) if seconds == seconds else 0.0
 
 
 def careful_items(tasks: Iterable[Mapping[str, Any]], stage: str) -> frozenset[str]:
@@ -143,7 +155,7 @@ def status(
         decisions = decide_stage(item_votes, stage, config.rule(stage), rules=rules)
         hours: dict[Any, float] = defaultdict(float)
         for vote in stage_votes:
-            hours[vote["annotator_id"]] += float(vote.get("lead_time") or 0.0) / 3600
+            hours[vote["annotator_id"]] += vote_seconds(vote) / 3600
         for annotator, quality in annotator_quality(stage_votes, decisions, control_answers).items():
             name = emails.get(annotator, str(annotator))
             annotators[name] = {

@@ -15,6 +15,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.cost_model import Calibration, CostConfig, calibration_from
 from knowref60k.labelling.levels import Expected, Pinned, choose_levels
+from knowref60k.labelling.referents import unclear_share
 from knowref60k.quality.gold import GoldItem, judge, score_gold
 
 PARTS = ("tune", "heldout")
@@ -98,9 +99,9 @@ def evaluate_score(
     rules = score_gold(items, dataclasses.replace(config, person_detection=RULES), model_name, comments)
     rules_yield = rules["valid_per_million_comments"]
     tune_curve = curve(parts["tune"], comments, share["tune"])
-    calibration = calibration_from(
-        [(round(j.score, 4), j.error is None) for j in parts["tune"]], comments, share["tune"]
-    )
+    scored = [(round(j.score, 4), j.error is None) for j in parts["tune"]]
+    # With the resolution gold's unclear share, as labelling reads the shipped calibration.
+    calibration = calibration_from(scored, comments, share["tune"], unclear_share())
     expected = default_levels(calibration)
     chosen = {
         **({"default": expected.threshold} if expected else {}),
