@@ -23,6 +23,7 @@ from knowref60k_annotation.client import ITEM_COLUMNS, LabelStudioClient
 from knowref60k_annotation.receiver import ReceiverProcess
 from knowref60k_annotation.roster import load_accounts
 from knowref60k_annotation.settings import Settings
+from knowref60k_annotation.simulate import AnnotatorSession
 from tests.conftest import use_label_studio
 from tests.test_annotation import item, log_in
 
@@ -91,8 +92,9 @@ def test_push_twice_imports_every_item_once_with_its_controls(cli_settings: Sett
     # 5% of the tasks are controls: 2 of 42, drawn from the shipped screening controls.
     first = ok("push", str(items))
     assert first == ["screening: 42 tasks offered, 42 imported, 0 already there; 42 tasks in the project"]
+    # Again: the items are there, and with them the controls they call for (none offered again).
     assert ok("push", str(items)) == [
-        "screening: 42 tasks offered, 0 imported, 42 already there; 42 tasks in the project"
+        "screening: 40 tasks offered, 0 imported, 40 already there; 42 tasks in the project"
     ]
     with LabelStudioClient(cli_settings) as client:
         project = client.existing_project(SCREENING)
@@ -238,7 +240,19 @@ def test_a_random_clicker_among_five_honest_resolvers_is_paused_and_decides_noth
     assert status["annotators"][clicker]["paused"]["why"].endswith(
         "control items right (" + str(report["paused_accounts"][clicker]["control_accuracy"]) + ")"
     )
-    assert ok("resume", clicker, *config) == [f"{clicker} resumed: its votes count again at the next collect"]
+    # The access gate grants it nothing while it is paused, and its project again once resumed.
+    account = next(a for a in load_accounts(cli_settings) if a.email == clicker)
+    session = AnnotatorSession(cli_settings, account)
+    try:
+        assert session.http.get("/api/projects").json()["results"] == []
+        assert ok("resume", clicker) == [
+            f"{clicker} resumed: its votes count again at the next collect"
+        ]
+        assert [p["id"] for p in session.http.get("/api/projects").json()["results"]] == [
+            report["projects"][RESOLUTION]
+        ]
+    finally:
+        session.close()
     assert annotate("collect", "--out", str(out), *config).exit_code == 0
     again = orjson.loads((out / "collect.json").read_bytes())
     assert again["paused_accounts"] == {} and again["votes"] == cast
