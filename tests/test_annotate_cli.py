@@ -245,9 +245,7 @@ def test_a_random_clicker_among_five_honest_resolvers_is_paused_and_decides_noth
     session = AnnotatorSession(cli_settings, account)
     try:
         assert session.http.get("/api/projects").json()["results"] == []
-        assert ok("resume", clicker) == [
-            f"{clicker} resumed: its votes count again at the next collect"
-        ]
+        assert ok("resume", clicker) == [f"{clicker} resumed: its votes count again at the next collect"]
         assert [p["id"] for p in session.http.get("/api/projects").json()["results"]] == [
             report["projects"][RESOLUTION]
         ]
