@@ -65,17 +65,9 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
         webhooks = [f"webhooks not reviewed: {error}"]
     exported = {stage: client.export(project) for stage, project in live.items()}
     states = {stage: task_states(client, project, stage) for stage, project in live.items()}
-    counts, votes, malformed, differences = VoteCounts(), [], [], Counter[str]()
-    ledger = VoteLedger(client.settings)
-    for stage, project in [*live.items(), *gone]:
-        export = exported.get(stage) if live.get(stage) == project else None
-        found = trusted_votes(client.records, ledger, stage, project, export, simulated)
-        votes += found.read.votes
-        malformed += found.read.refused
-        counts.add(found.read.counts)
-        differences.update({f"{stage}.{kind}": n for kind, n in found.differences.items()})
-    role_by_email = roles(client.settings)
+    counts, votes, malformed, differences = read_votes(client, live, gone, exported, simulated)
     paused = pause_accounts(client, config, votes, emails)
+    role_by_email = roles(client.settings)
     paused_ids = {uid for uid, email in emails.items() if email in paused}
     separated = separate(votes, {uid: role_by_email.get(email) for uid, email in emails.items()}, paused_ids)
     separated.refused[:0] = malformed
@@ -114,6 +106,27 @@ def collect(client: LabelStudioClient, out_dir: Path, config: LabellingConfig) -
     }
     write_json_atomic(out_dir / "collect.json", report)
     return {**report, "refused_lines": refused_lines}
+
+
+def read_votes(
+    client: LabelStudioClient,
+    live: Mapping[str, int],
+    gone: list[tuple[str, int]],
+    exported: Mapping[str, list[dict[str, Any]]],
+    simulated: frozenset[int],
+) -> tuple[VoteCounts, list[dict[str, Any]], list[tuple[dict[str, Any], str]], Counter[str]]:
+    """Every project's votes as first seen, what was refused before they were votes, and how Label Studio
+    differs from the records; a gone project's from the ledger."""
+    counts, votes, refused, differences = VoteCounts(), [], [], Counter[str]()
+    ledger = VoteLedger(client.settings)
+    for stage, project in [*live.items(), *gone]:
+        export = exported.get(stage) if live.get(stage) == project else None
+        found = trusted_votes(client.records, ledger, stage, project, export, simulated)
+        votes += found.read.votes
+        refused += found.read.refused
+        counts.add(found.read.counts)
+        differences.update({f"{stage}.{kind}": n for kind, n in found.differences.items()})
+    return counts, votes, refused, differences
 
 
 def pause_accounts(

@@ -195,17 +195,7 @@ def report(console: Any, result: dict[str, Any]) -> None:
         f"{quality['votes']:,} votes in all, {quality['votes_per_kept_valid_item']} per kept valid item",
         style="bold",
     )
-    labels = quality["labels"]
-    agreement = labels["agreement"]
-    console.print(
-        f"Kept labels agreeing with the judged referent: {labels['agree']:,} of {labels['clear']:,} items "
-        f"with a clear one ({agreement['share']}, 95% interval {agreement['interval_95']}); "
-        f"{labels['unclear']:,} kept items the "
-        f"judges found unclear, {labels['other_pair']:,} judged with another pair of names, "
-        f"{labels['items'] - labels['judged'] - labels['other_pair']:,} not judged; "
-        f"simulated resolvers' accuracy {result['resolver_accuracy']}",
-        style="bold",
-    )
+    console.print(labels_line(quality["labels"], result["resolver_accuracy"]), style="bold")
     console.print(
         f"Demo projects in their own Label Studio at {result['label_studio']} "
         f"(data in {result['state_dir']}; stop it with `make demo-stop`)"
@@ -222,6 +212,18 @@ def report(console: Any, result: dict[str, Any]) -> None:
             "No item was kept: these dumps hold too few sentences naming two people before a connective. "
             "Run it on the 2015-2019 samples: make demo (no DUMPS)"
         )
+
+
+def labels_line(labels: dict[str, Any], accuracy: dict[str, float | None]) -> str:
+    """How many kept labels agree with the judged referent, as the release's card counts them."""
+    agreement = labels["agreement"]
+    return (
+        f"Kept labels agreeing with the judged referent: {labels['agree']:,} of {labels['clear']:,} items "
+        f"with a clear one ({agreement['share']}, 95% interval {agreement['interval_95']}); "
+        f"{labels['unclear']:,} kept items the judges found unclear, {labels['other_pair']:,} judged with "
+        f"another pair of names, {labels['items'] - labels['judged'] - labels['other_pair']:,} not judged; "
+        f"simulated resolvers' accuracy {accuracy}"
+    )
 
 
 if __name__ == "__main__":
