@@ -366,7 +366,12 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     )
     manifest = orjson.loads((release / "manifest.json").read_bytes())
     assert manifest["version"] == "v1" and manifest["splits"] == RELEASE_SPLITS
-    assert manifest["labelling"]["votes"] == {"screening": 6, "resolution": 30, "control": 0}
+    assert manifest["labelling"]["votes"] == {
+        "screening": 6,
+        "resolution": 30,
+        "screening_controls": 0,
+        "resolution_controls": 0,
+    }
 
     refuses_the_same_version_and_aflite_on_too_few(release, run, votes_dir, capsys)
 
@@ -483,7 +488,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     flat = words(card)
     assert "## Cost" in card and "- Levels: validity threshold 0.5 (candidates scoring below it" in flat
     spent = f"{by_stage[SCREENING]} screening and {by_stage[RESOLUTION]} resolution votes"
-    assert f"- Spent on the items (control tasks apart): {spent}" in flat
+    assert f"- Spent (control tasks included): {spent}" in flat
     assert "- Expected at these levels" in flat and "- Held back: 0 candidates" in flat
 
     # Again through the command line: nothing new to do, and the same release is reused.

@@ -691,7 +691,7 @@ def test_card_tables_render_with_their_rows_and_the_yaml_header_is_a_valid_datas
     flat = " ".join(text.split())
     assert "## Cost" in text and "- Levels: validity threshold 0.5 (candidates scoring below it" in flat
     spent = f"{by_stage['screening']} screening and {by_stage['resolution']} resolution votes"
-    assert f"- Spent on the items (control tasks apart): {spent}" in flat
+    assert f"- Spent (control tasks included): {spent}" in flat
     assert "- Held back: 7 candidates scored below the threshold" in flat
     manifest = orjson.loads((tmp_path / "r" / "v1" / "manifest.json").read_bytes())
     assert manifest["cost"]["held_below_threshold"] == 7

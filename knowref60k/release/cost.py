@@ -56,7 +56,11 @@ def cost_facts(labelled: Labelled, cost: CostConfig, held_back: HeldBack) -> dic
         expected = chosen_levels(config, held_back.threshold, cost)
     except UserError:  # targets no levels reach: the card reports what was spent
         expected = None
-    votes = {stage: labelled.votes.get(stage, 0) for stage in (SCREENING, RESOLUTION)}
+    # Control tasks included, as the expected figures count them.
+    votes = {
+        stage: labelled.votes.get(stage, 0) + labelled.votes.get(f"{stage}_controls", 0)
+        for stage in (SCREENING, RESOLUTION)
+    }
     seconds = (
         votes[SCREENING] * cost.screening_vote_seconds + votes[RESOLUTION] * cost.resolution_vote_seconds
     )
@@ -126,7 +130,7 @@ def _spent_line(spent: Mapping[str, Any], cost: Mapping[str, Any]) -> str:
         f"{cost['resolution_vote_seconds']:g} s a resolution vote"
     )
     line = (
-        f"- Spent on the items (control tasks apart): {spent['votes'][SCREENING]:,} screening and "
+        f"- Spent (control tasks included): {spent['votes'][SCREENING]:,} screening and "
         f"{spent['votes'][RESOLUTION]:,} resolution "
         f"votes, {spent['person_seconds'] / 3600:.1f} person-hours at {rate}"
     )

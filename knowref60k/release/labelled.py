@@ -154,6 +154,9 @@ def label(
         votes={
             "screening": len(by_stage[SCREENING]),
             "resolution": len(by_stage[RESOLUTION]),
-            "control": sum(is_control(v["item_id"]) for v in votes),
+            **{
+                f"{stage}_controls": sum(v["stage"] == stage and is_control(v["item_id"]) for v in votes)
+                for stage in (SCREENING, RESOLUTION)
+            },
         },
     )
