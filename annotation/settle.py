@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.controls import load_controls
 from knowref60k.labelling.decisions import RESOLUTION, SCREENED_VALID, SCREENING, STAGES, decide
@@ -114,8 +115,11 @@ class Settler:
             email = self.email_of.get(annotator)
             own = votes.get(annotator, [])
             if email and self.pauses.pause_if_due(email, annotator, own, self.control_answers, self.config):
-                self.client.set_paused([annotator], True)
                 self.settle_again(project, stage, annotator)
+                try:
+                    self.client.set_paused([annotator], True)
+                except (ServiceUnavailable, UserError) as error:  # every collect tells the gate again
+                    log.warning("the access gate was not told that %s is paused: %s", email, error)
 
     def settle_again(self, project: int, stage: str, annotator: int) -> None:
         """Every task of the project the account voted on, to be settled again now that its votes no

@@ -47,6 +47,7 @@ Answer = Callable[[str, int, str], str]
 # How far simulated resolvers' accuracies spread around their mean: a Beta distribution of this
 # concentration (a mean of 0.9 gives a standard deviation of about 0.05).
 ACCURACY_CONCENTRATION = 30.0
+SERVER_ERROR_TRIES = 4
 
 
 class AnnotatorSession:
@@ -95,12 +96,20 @@ class AnnotatorSession:
         return int(response.json()["id"])
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            return self.http.request(method, path, **kwargs)
-        except httpx.TransportError as error:
-            raise ServiceUnavailable(
-                f"Label Studio is not reachable at {self.http.base_url} ({error})"
-            ) from None
+        """The response; a server error (SQLite's "database is locked" under load) is tried again a few
+        times, as a person would reload the page."""
+        tries = 0
+        while True:
+            try:
+                response = self.http.request(method, path, **kwargs)
+            except httpx.TransportError as error:
+                raise ServiceUnavailable(
+                    f"Label Studio is not reachable at {self.http.base_url} ({error})"
+                ) from None
+            tries += 1
+            if response.status_code < 500 or tries == SERVER_ERROR_TRIES:
+                return response
+            time.sleep(0.5 * 2**tries)
 
 
 def _token(settings: Settings, email: str, password: str) -> str:

@@ -180,7 +180,11 @@ def test_the_loop_from_the_command_line(cli_settings: Settings, no_controls: Pat
     assert stages[RESOLUTION]["outcomes"] == {"kept": valid}
     assert stages[RESOLUTION]["votes_per_decided_item"] == 4.0
     assert status["votes_per_kept_item"] == round((screening_votes + resolution_votes) / valid, 2)
-    assert len(status["annotators"]) == 2 + 5
+    # Every account that voted has its row (a resolver Label Studio never served has none).
+    voters = {
+        report["emails"][str(v["annotator_id"])] for v in pq.read_table(out / "votes.parquet").to_pylist()
+    }
+    assert set(status["annotators"]) == voters and len(voters) >= 2 + 4
     table = ok("status", "--out", str(out), *config)
     assert table[0] == f"as of the collect made {report['collected_at']}"
     assert table[1].split()[:4] == ["stage", "items", "waiting", "in_progress"]
@@ -195,10 +199,12 @@ def test_a_random_clicker_among_five_honest_resolvers_is_paused_and_decides_noth
     control wrong pauses here, and the honest ones are always right); its votes are set aside, every item
     is decided by the five others, and no vote is lost. Resumed, its votes count again. The clicker gets
     all six of its controls right one time in 729 (it is then paused later)."""
-    items = write_items(tmp_path / "run.items.parquet", 24)
+    items = write_items(tmp_path / "run.items.parquet", 20)
+    # As many controls as items: each resolver sees about 14 of the 20, the clicker at least 6 but with
+    # a chance below one in a thousand.
     settings = tmp_path / "labelling.toml"
     settings.write_text(
-        "[labelling]\nscreening = false\ncontrol_share = 0.34\naudit_share = 0.0\n"
+        "[labelling]\nscreening = false\ncontrol_share = 0.5\naudit_share = 0.0\n"
         "pause_after_controls = 6\npause_below_accuracy = 1.0\n"
     )
     config, out = ["--config", str(settings)], tmp_path / "annotation"
@@ -235,7 +241,7 @@ def test_a_random_clicker_among_five_honest_resolvers_is_paused_and_decides_noth
     assert clicker not in {report["emails"][str(vote["annotator_id"])] for vote in votes}
     assert len(votes) + len(refused) == cast and len(aside) == len(refused)  # nothing lost
     status = orjson.loads(annotate("status", "--out", str(out), "--json", *config).stdout)
-    assert status["stages"][RESOLUTION]["outcomes"] == {"kept": 24}
+    assert status["stages"][RESOLUTION]["outcomes"] == {"kept": 20}
     assert status["annotators"][clicker]["votes"] == 0
     assert status["annotators"][clicker]["paused"]["why"].endswith(
         "control items right (" + str(report["paused_accounts"][clicker]["control_accuracy"]) + ")"

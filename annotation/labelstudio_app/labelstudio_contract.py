@@ -77,6 +77,7 @@ GATE_FIELDS = {
     "tasks.models.Task": ("project_id",),
     "tasks.models.Annotation": ("project_id", "completed_by_id", "task_id"),
     "tasks.models.AnnotationDraft": ("task_id", "user_id"),
+    "tasks.models.TaskLock": ("task_id", "user_id"),
     "rest_framework.authtoken.models.Token": ("key", "user_id"),
 }
 # The paths it scopes, as the API names them (each must still resolve).
