@@ -21,6 +21,7 @@ from label_studio_sdk.core.api_error import ApiError
 
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import distinct_files, read_rows
+from knowref60k.labelling.controls import SHOWN_FIELDS
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
 from knowref60k.labelling.quality import is_control
 from knowref60k.labelling.separation import ROLE_STAGES
@@ -36,22 +37,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
-ITEM_COLUMNS = [
-    "candidate_id",
-    "source_file",
-    "sentence",
-    "antecedent1_start",
-    "antecedent1_end",
-    "antecedent2_start",
-    "antecedent2_end",
-    "pronoun_start",
-    "pronoun_end",
-    "perturbed_sentence",
-    "name1",
-    "name2",
-    "perturbed_pronoun_start",
-    "perturbed_pronoun_end",
-]
+# What the tasks of both stages are made of.
+ITEM_COLUMNS = ["candidate_id", *dict.fromkeys((*SHOWN_FIELDS[SCREENING], *SHOWN_FIELDS[RESOLUTION]))]
 # An item's chance of being a valid problem, when the extractor gave one: served first when high.
 SCORE_COLUMN = "validity_score"
 PRIORITY_MODEL = "knowref60k-validity"
