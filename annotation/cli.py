@@ -21,13 +21,13 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from knowref60k.cli.common import add_forwarded
+from knowref60k.cli.common import LabellingConfigOption, config_option, stopping_what_it_starts
 from knowref60k.core.errors import UserError, storage_error
 from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
 
 from .labelstudio_app.labelstudio_contract import LOGIN_PATH
-from .settings import load_settings
+from .settings import demo_settings, load_settings
 from .status import VOTE_COLUMNS
 
 annotate_app = typer.Typer(
@@ -36,7 +36,7 @@ annotate_app = typer.Typer(
 ItemsArgument = Annotated[
     list[Path], typer.Argument(metavar="ITEMS", help="*.items.parquet files from `prepare`.")
 ]
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with a [labelling] table.")]
+ConfigOption = LabellingConfigOption
 OutOption = Annotated[Path, typer.Option("--out", help="Folder of the collected votes.")]
 DEFAULT_OUT = Path("output/annotation")
 
@@ -228,7 +228,7 @@ def forget_project(stage: Annotated[str, typer.Argument(help="screening or resol
 @annotate_app.command()
 def status(
     out: OutOption = DEFAULT_OUT,
-    config: ConfigOption = None,
+    config: Annotated[Path | None, config_option("labelling", "cost")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Where the labelling stands, by the last collect into OUT: items waiting, in progress and decided
@@ -301,24 +301,150 @@ def simulate(
 labelstudio_app = typer.Typer(
     help="The local Label Studio server and its vote receiver.", no_args_is_help=True, rich_markup_mode=None
 )
-add_forwarded(
-    labelstudio_app,
-    "server",
-    "knowref60k_annotation.server:main",
-    "start | stop | status [--demo]: the local Label Studio (data in .labelstudio/, logins in .env).",
+
+
+@labelstudio_app.command("setup")
+def setup_environment(
+    environment: Annotated[
+        Path | None,
+        typer.Option(help="Folder of the environment (default: .venv-labelstudio in the home folder)."),
+    ] = None,
+    compile_modules: Annotated[
+        bool, typer.Option("--compile/--no-compile", help="Byte-compile it now rather than on first start.")
+    ] = True,
+) -> None:
+    """Make Label Studio's own Python environment from the hashed lock shipped with the package (uv when
+    it is installed, else pip); a second run with the same lock does nothing."""
+    from .environment import default_environment, make_environment
+
+    folder = environment or default_environment()
+    with one_line_errors():
+        made = make_environment(folder, compile_modules)
+    typer.echo(f"Label Studio's environment {'made' if made else 'already made'} in {folder}")
+
+
+@contextlib.contextmanager
+def server_errors() -> Iterator[None]:
+    """A server command's frame: Ctrl-C and SIGTERM stop what it started on the way out; a server that
+    cannot start (a RuntimeError naming why), like a user's mistake, ends it with one line."""
+    with stopping_what_it_starts(), one_line_errors():
+        try:
+            yield
+        except RuntimeError as error:
+            raise UserError(str(error)) from None
+
+
+DemoOption = Annotated[bool, typer.Option("--demo", help="The demo's own Label Studio (`make demo`).")]
+server_app = typer.Typer(
+    help="start | stop | status [--demo]: the local Label Studio (data in .labelstudio/, logins in .env, "
+    "both in the home folder).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
-add_forwarded(
-    labelstudio_app,
-    "check",
-    "knowref60k_annotation.server:check_main",
-    "Whether what the pipeline assumes of Label Studio's internals holds for the installed one (seconds).",
+
+
+@server_app.command("start")
+def server_start(demo: DemoOption = False) -> None:
+    """Start the local Label Studio unless it runs (its logins written to .env when missing)."""
+    from .server import Server
+
+    with server_errors():
+        settings = load_settings(create=True)
+        server = Server(demo_settings(settings) if demo else settings)
+        typer.echo(server.start())
+    typer.echo(f"Open {server.settings.url} and log in as {server.settings.username} (password in .env)")
+
+
+@server_app.command("stop")
+def server_stop(demo: DemoOption = False) -> None:
+    """Stop the local Label Studio, and its vote receiver."""
+    from .server import Server
+
+    with server_errors():
+        settings = load_settings()
+        typer.echo(Server(demo_settings(settings) if demo else settings).stop())
+
+
+@server_app.command("status")
+def server_status(demo: DemoOption = False) -> None:
+    """Whether the local Label Studio answers."""
+    from .server import Server
+
+    with server_errors():
+        settings = load_settings()
+        server = Server(demo_settings(settings) if demo else settings)
+        typer.echo(f"{server.settings.url}: {'up' if server.healthy() else 'down'}")
+
+
+@labelstudio_app.command("check")
+def check() -> None:
+    """Whether what the pipeline assumes of Label Studio's internals holds for the installed one (seconds)."""
+    from .server import check_contract
+
+    with server_errors():
+        code = check_contract()
+    raise typer.Exit(code)
+
+
+receiver_app = typer.Typer(
+    help="start [--items DIR] | stop | status [--demo]: the vote receiver that settles each vote as it "
+    "arrives.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
-add_forwarded(
-    labelstudio_app,
-    "receiver",
-    "knowref60k_annotation.receiver:main",
-    "start [--items DIR] | stop | status [--demo]: the vote receiver that settles each vote as it arrives.",
-)
+
+
+@receiver_app.command("start")
+def receiver_start(
+    items: Annotated[
+        Path, typer.Option("--items", help="Folder of the *.items.parquet whose items it may promote.")
+    ] = Path("output/run/items"),
+    config: ConfigOption = None,
+) -> None:
+    """Start the vote receiver of the local Label Studio, or restart it with another config or folder."""
+    from .receiver import ReceiverProcess
+
+    with server_errors():
+        process = ReceiverProcess(load_settings(create=True))
+        typer.echo(process.start(_config(config), [items]))
+
+
+@receiver_app.command("stop")
+def receiver_stop(demo: DemoOption = False) -> None:
+    """Stop the vote receiver."""
+    from .receiver import ReceiverProcess
+
+    with server_errors():
+        settings = load_settings()
+        typer.echo(ReceiverProcess(demo_settings(settings) if demo else settings).stop())
+
+
+@receiver_app.command("status")
+def receiver_status(demo: DemoOption = False) -> None:
+    """Whether the vote receiver answers, and what it has settled."""
+    from .receiver import ReceiverProcess
+    from .settings import receiver_url
+
+    with server_errors():
+        settings = load_settings()
+        process = ReceiverProcess(demo_settings(settings) if demo else settings)
+        health = process.health()
+    typer.echo(f"{receiver_url(process.settings)}: {'up ' + str(health) if health else 'down'}")
+
+
+@receiver_app.command("serve", hidden=True)
+def receiver_serve(
+    config_file: Annotated[Path, typer.Argument(help="The JSON its start wrote: config and item folders.")],
+) -> None:
+    """The receiver in the foreground, until SIGTERM: the process `receiver start` spawns."""
+    from .receiver import serve
+
+    with stopping_what_it_starts():
+        serve(config_file)
+
+
+labelstudio_app.add_typer(server_app, name="server")
+labelstudio_app.add_typer(receiver_app, name="receiver")
 
 
 def add_commands(app: typer.Typer) -> None:

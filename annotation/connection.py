@@ -10,32 +10,38 @@ from pathlib import Path
 from knowref60k.labelling.labelstudio_table import without_password
 from knowref60k.settings.effective import Setting
 
-from .server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE, LABEL_STUDIO
+from .environment import PROGRAM_VARIABLE, label_studio_program
+from .server import CONNECTION_MAX_AGE, DEFAULT_CONNECTION_MAX_AGE
 from .settings import (
     DEFAULT_PORT,
     DEFAULT_PROJECT,
     DEMO_PORT,
-    DEMO_STATE_DIR,
-    ENV_FILE,
-    STATE_DIR,
+    ENV_FILE_VARIABLE,
+    default_demo_state_dir,
+    default_state_dir,
+    env_file_path,
     read_env_file,
 )
 
-# (setting, its variable, the default, whether it is a secret), in the order they are shown.
-CONNECTION = (
-    ("url", "LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}", False),
-    ("username", "LABEL_STUDIO_USERNAME", None, False),
-    ("password", "LABEL_STUDIO_PASSWORD", None, True),
-    ("api_key", "LABEL_STUDIO_API_KEY", None, True),
-    ("project", "KNOWREF60K_PROJECT", DEFAULT_PROJECT, False),
-    ("state_dir", "KNOWREF60K_LABELSTUDIO_DIR", str(STATE_DIR), False),
-    ("receiver_url", "KNOWREF60K_RECEIVER_URL", "(beside the server, 10 ports up)", False),
-    ("connection_max_age", CONNECTION_MAX_AGE, str(DEFAULT_CONNECTION_MAX_AGE), False),
-    ("label_studio", "KNOWREF60K_LABELSTUDIO_BIN", str(LABEL_STUDIO), False),
-    ("demo_url", "KNOWREF60K_DEMO_LABEL_STUDIO_URL", f"http://127.0.0.1:{DEMO_PORT}", False),
-    ("demo_state_dir", "KNOWREF60K_DEMO_LABELSTUDIO_DIR", str(DEMO_STATE_DIR), False),
-)
-ENV_FILE_VARIABLE = "KNOWREF60K_ENV_FILE"
+
+def _connection() -> tuple[tuple[str, str, str | None, bool], ...]:
+    """(setting, its variable, the default, whether it is a secret), in the order they are shown; the
+    defaults in the user's home folder, as the command that shows them resolved it."""
+    return (
+        ("url", "LABEL_STUDIO_URL", f"http://127.0.0.1:{DEFAULT_PORT}", False),
+        ("username", "LABEL_STUDIO_USERNAME", None, False),
+        ("password", "LABEL_STUDIO_PASSWORD", None, True),
+        ("api_key", "LABEL_STUDIO_API_KEY", None, True),
+        ("project", "KNOWREF60K_PROJECT", DEFAULT_PROJECT, False),
+        ("state_dir", "KNOWREF60K_LABELSTUDIO_DIR", str(default_state_dir()), False),
+        ("receiver_url", "KNOWREF60K_RECEIVER_URL", "(beside the server, 10 ports up)", False),
+        ("connection_max_age", CONNECTION_MAX_AGE, str(DEFAULT_CONNECTION_MAX_AGE), False),
+        ("label_studio", PROGRAM_VARIABLE, str(label_studio_program()), False),
+        ("demo_url", "KNOWREF60K_DEMO_LABEL_STUDIO_URL", f"http://127.0.0.1:{DEMO_PORT}", False),
+        ("demo_state_dir", "KNOWREF60K_DEMO_LABELSTUDIO_DIR", str(default_demo_state_dir()), False),
+    )
+
+
 UNSET = "not set (`make labelstudio` writes it to .env)"
 # Only these are read from `.env`; the others from the environment alone.
 IN_ENV_FILE = {"LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY"}
@@ -43,16 +49,17 @@ IN_ENV_FILE = {"LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWO
 
 def connection_settings(config_path: Path | None = None) -> list[Setting]:
     """Each connection setting with its origin; a secret shows as `***`, so does a URL's password."""
-    env_file = read_env_file(ENV_FILE)
+    env_file_name = env_file_path()
+    env_file = read_env_file(env_file_name)
     env_file_origin = f"environment {ENV_FILE_VARIABLE}" if os.environ.get(ENV_FILE_VARIABLE) else "default"
-    rows = [Setting("connection", "env_file", str(ENV_FILE), env_file_origin)]
-    for key, variable, default, secret in CONNECTION:
+    rows = [Setting("connection", "env_file", str(env_file_name), env_file_origin)]
+    for key, variable, default, secret in _connection():
         value: str | None = default
         origin = "default" if default is not None else UNSET
         if os.environ.get(variable):
             value, origin = os.environ[variable], f"environment {variable}"
         elif variable in IN_ENV_FILE and env_file.get(variable):
-            value, origin = env_file[variable], f"file {ENV_FILE}"
+            value, origin = env_file[variable], f"file {env_file_name}"
         shown = "***" if secret and value else without_password(value) if value else value
         rows.append(Setting("connection", key, shown, origin))
     return rows

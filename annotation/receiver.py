@@ -10,12 +10,11 @@ Studio was restarted, a settle failed) the periodic sync (`collect.py`) reconcil
 
     knowref60k labelstudio receiver start [--items output/run/items] [--config FILE]    (make labelstudio)
     knowref60k labelstudio receiver stop|status [--demo]
-    python -m knowref60k_annotation.receiver serve CONFIG_JSON      (in the foreground; what the flows start)
+    knowref60k labelstudio receiver serve CONFIG_JSON     (hidden: in the foreground; what `start` spawns)
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import hmac
@@ -40,7 +39,8 @@ import orjson
 
 from knowref60k.core.errors import ServiceUnavailable, UserError
 from knowref60k.core.io import private_dir
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.core.paths import HOME_VARIABLE, home
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import STAGES
 from knowref60k.labelling.slots import QueueState
 
@@ -51,7 +51,6 @@ from .settings import (
     SECRET_HEADER,
     WEBHOOK_ACTIONS,
     Settings,
-    demo_settings,
     load_settings,
     receiver_url,
     webhook_secret,
@@ -461,7 +460,15 @@ class ReceiverProcess(Background):
             self.stop()
         private_dir(self.state_dir)
         self.config_file.write_bytes(wanted)
-        command = [sys.executable, "-m", "knowref60k_annotation.receiver", "serve", str(self.config_file)]
+        command = [
+            sys.executable,
+            "-m",
+            "knowref60k",
+            "labelstudio",
+            "receiver",
+            "serve",
+            str(self.config_file),
+        ]
         self.wait_healthy(self.spawn(command, self.environment()), self.healthy, timeout)
         return f"vote receiver started at {receiver_url(self.settings)} (log: {self.log_file})"
 
@@ -476,6 +483,8 @@ class ReceiverProcess(Background):
             "LABEL_STUDIO_API_KEY": settings.api_key,
             "KNOWREF60K_PROJECT": settings.project,
             "KNOWREF60K_LABELSTUDIO_DIR": str(settings.state_dir),
+            # It runs in the state folder: the home folder it reads is the one of the command that started it.
+            HOME_VARIABLE: str(home()),
             # Its client picks the projects' sampling by the database: it must not undo the pipeline's.
             "KNOWREF60K_LABELSTUDIO_DATABASE": settings.database,
         }
@@ -483,7 +492,10 @@ class ReceiverProcess(Background):
 
 def serve(config_file: Path) -> None:
     """Run the receiver in the foreground until it is stopped."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # force: the command line that runs it has set up logging for its own commands first.
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown what matters
     started = orjson.loads(config_file.read_bytes())
     fields = started["config"]
@@ -492,38 +504,3 @@ def serve(config_file: Path) -> None:
     log.info("listening on %s:%s", *server.server_address[:2])
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The vote receiver of the local Label Studio.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("serve").add_argument("config_file", type=Path)
-    start = commands.add_parser("start")
-    start.add_argument("--items", default="output/run/items", help="folder of the *.items.parquet to promote")
-    start.add_argument("--config", default=None, help="TOML file with a [labelling] table")
-    for name in ("stop", "status"):
-        commands.add_parser(name).add_argument("--demo", action="store_true", help="the demo's server")
-    args = parser.parse_args(argv)
-    if args.command == "serve":
-        serve(args.config_file)
-        return 0
-    try:
-        settings = load_settings(create=args.command == "start")
-        if args.command == "start":
-            config = load_labelling_config(Path(args.config) if args.config else None)
-            print(ReceiverProcess(settings).start(config, [Path(args.items)]))
-            return 0
-    except (RuntimeError, UserError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    process = ReceiverProcess(demo_settings(settings) if getattr(args, "demo", False) else settings)
-    if args.command == "stop":
-        print(process.stop())
-    else:
-        health = process.health()
-        print(f"{receiver_url(process.settings)}: {'up ' + str(health) if health else 'down'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,7 +6,6 @@ knowref60k labelstudio check
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
@@ -28,6 +27,7 @@ from knowref60k.core.io import private_dir
 from knowref60k.labelling.labelstudio_table import POSTGRESQL, SQLITE
 
 from .database import POSTGRES_PORT_OFFSET, LocalPostgres, database_environment
+from .environment import label_studio_program
 from .labelstudio_app.labelstudio_contract import (
     HEALTH_PATH,
     INIT_COMMAND,
@@ -35,12 +35,9 @@ from .labelstudio_app.labelstudio_contract import (
     RECEIVER_VARIABLE,
     SETTINGS_MODULE,
 )
-from .settings import REPO, Settings, demo_settings, load_settings, receiver_url, state_lock
+from .settings import Settings, receiver_url, state_lock
 from .webhooks import banned_networks
 
-LABEL_STUDIO = Path(
-    os.environ.get("KNOWREF60K_LABELSTUDIO_BIN", REPO / ".venv-labelstudio" / "bin" / "label-studio")
-)
 # First start on a fresh SQLite database runs migrations (about two minutes measured here).
 START_TIMEOUT = 600.0
 # Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
@@ -206,8 +203,10 @@ class Server(Background):
         if self.healthy():
             note = self.start_settle_worker(self.environment(), timeout) if self.multiprocess else ""
             return f"Label Studio already running at {self.settings.url}{note}"
-        if not LABEL_STUDIO.exists():
-            raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
+        if not label_studio_program().exists():
+            raise RuntimeError(
+                f"{label_studio_program()} not found: `knowref60k labelstudio setup` makes its environment"
+            )
         private_dir(self.data_dir.parent)
         private_dir(self.data_dir)
         environment = self.environment()
@@ -215,7 +214,7 @@ class Server(Background):
         self.wait_healthy(self.spawn(self.command(), environment), self.healthy, timeout)
         note = self.start_settle_worker(environment, timeout) if self.multiprocess else ""
         started = f"Label Studio started at {self.settings.url} (log: {self.log_file}){note}"
-        other_version = version_note(installed_label_studio(LABEL_STUDIO))
+        other_version = version_note(installed_label_studio(label_studio_program()))
         return f"warning: {other_version}\n{started}" if other_version else started
 
     @property
@@ -252,7 +251,7 @@ class Server(Background):
         multiprocess, else one (SQLite takes one writer at a time)."""
         workers = workers or (self.settings.workers if self.multiprocess else 1)
         return [
-            str(LABEL_STUDIO.parent / "gunicorn"),
+            str(label_studio_program().parent / "gunicorn"),
             f"{APPLICATION_MODULE}:application",
             "--env",
             f"DJANGO_SETTINGS_MODULE={SETTINGS_MODULE}",
@@ -268,7 +267,7 @@ class Server(Background):
         with self.log_file.open("ab") as log:
             try:
                 done = subprocess.run(
-                    [str(LABEL_STUDIO), *INIT_COMMAND],
+                    [str(label_studio_program()), *INIT_COMMAND],
                     env=environment,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -341,14 +340,17 @@ def version_note(installed: str | None) -> str | None:
 def check_contract() -> int:
     """Check every assumption of the contract against the installed Label Studio, in its own environment
     (`-P`: the modules beside the contract must not shadow its apps); its lines printed as they come."""
-    if not LABEL_STUDIO.exists():
-        raise RuntimeError(f"{LABEL_STUDIO} not found: run `make labelstudio` to create its environment")
-    python = LABEL_STUDIO.parent / "python"
-    installed = installed_label_studio(LABEL_STUDIO)
+    if not label_studio_program().exists():
+        raise RuntimeError(
+            f"{label_studio_program()} not found: `knowref60k labelstudio setup` makes its environment"
+        )
+    python = label_studio_program().parent / "python"
+    installed = installed_label_studio(label_studio_program())
     if installed is None or not python.exists():
         raise RuntimeError(
-            f"{LABEL_STUDIO} is not the command of a Label Studio environment (no label-studio installed "
-            f"beside it, or no {python}): run `make labelstudio`, or point KNOWREF60K_LABELSTUDIO_BIN at one"
+            f"{label_studio_program()} is not the command of a Label Studio environment (no label-studio "
+            f"installed beside it, or no {python}): run `knowref60k labelstudio setup`, or point "
+            "KNOWREF60K_LABELSTUDIO_BIN at one"
         )
     note = version_note(installed)
     if note:
@@ -358,9 +360,11 @@ def check_contract() -> int:
 
 def label_studio_package_dir() -> Path:
     """The `label_studio` package in Label Studio's own environment."""
-    found = in_its_site_packages(LABEL_STUDIO, "label_studio")
+    found = in_its_site_packages(label_studio_program(), "label_studio")
     if found is None:
-        raise RuntimeError(f"no label_studio package beside {LABEL_STUDIO}: run `make labelstudio`")
+        raise RuntimeError(
+            f"no label_studio package beside {label_studio_program()}: run `knowref60k labelstudio setup`"
+        )
     return found
 
 
@@ -393,37 +397,3 @@ def _reap(pid: int) -> None:
     """Collect a server that exited while this process is its parent: a zombie would look alive."""
     with contextlib.suppress(ChildProcessError):  # not our child, or already collected
         os.waitpid(pid, os.WNOHANG)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Local Label Studio server.")
-    parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("--demo", action="store_true", help="the demo's own Label Studio (`make demo`)")
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings(create=args.action == "start")
-        server = Server(demo_settings(settings) if args.demo else settings)
-        if args.action == "start":
-            print(server.start())
-            print(f"Open {server.settings.url} and log in as {server.settings.username} (password in .env)")
-        elif args.action == "stop":
-            print(server.stop())
-        else:
-            print(f"{server.settings.url}: {'up' if server.healthy() else 'down'}")
-    except (RuntimeError, UserError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def check_main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=check_contract.__doc__).parse_args(argv)
-    try:
-        return check_contract()
-    except RuntimeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,15 +17,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from knowref60k.core.errors import UserError
+from knowref60k.core.paths import home
 from knowref60k.labelling.labelstudio_table import DEFAULT_WORKERS, load_labelstudio_config
 
-REPO = Path(__file__).resolve().parent.parent
-ENV_FILE = Path(os.environ.get("KNOWREF60K_ENV_FILE", REPO / ".env"))
-STATE_DIR = REPO / ".labelstudio"
+ENV_FILE_VARIABLE = "KNOWREF60K_ENV_FILE"
 DEFAULT_PORT = 8080
 DEFAULT_PROJECT = "KnowRef-60K pronoun resolution"
-# The demo runs in a Label Studio of its own, so annotators of the real project never see its project.
-DEMO_STATE_DIR = REPO / ".labelstudio-demo"
 DEMO_PORT = DEFAULT_PORT + 1
 DEMO_PROJECT = "knowref60k demo (simulated annotators)"
 # The vote receiver (receiver.py) listens beside its Label Studio, this many ports up.
@@ -33,6 +30,22 @@ RECEIVER_PORT_OFFSET = 10
 SECRET_HEADER = "X-Knowref60k-Secret"
 WEBHOOK_ACTIONS = ("ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED")
 KEYS = ("LABEL_STUDIO_URL", "LABEL_STUDIO_USERNAME", "LABEL_STUDIO_PASSWORD", "LABEL_STUDIO_API_KEY")
+
+
+def env_file_path() -> Path:
+    """The logins' file: KNOWREF60K_ENV_FILE, else `.env` in the user's home folder (`knowref60k --home`)."""
+    return Path(os.environ.get(ENV_FILE_VARIABLE) or home() / ".env")
+
+
+def default_state_dir() -> Path:
+    """The local Label Studio's data, log and records: `.labelstudio/` in the user's home folder."""
+    return home() / ".labelstudio"
+
+
+def default_demo_state_dir() -> Path:
+    """The demo runs in a Label Studio of its own, so annotators of the real project never see its
+    project: `.labelstudio-demo/` in the user's home folder."""
+    return home() / ".labelstudio-demo"
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,7 @@ class Settings:
     api_key: str
     project: str = DEFAULT_PROJECT
     # Where this server's data, log and local records (annotator logins, their roles) live.
-    state_dir: Path = STATE_DIR
+    state_dir: Path = dataclasses.field(default_factory=default_state_dir)
     # Its database: sqlite, postgresql (a server of its own) or a postgresql:// URL (database.py).
     database: str = "sqlite"
     # Label Studio's worker processes on PostgreSQL (server.py); SQLite always runs one.
@@ -109,9 +122,10 @@ def write_default_env_file(path: Path, kept: dict[str, str] | None = None) -> di
     return values
 
 
-def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
-    """Environment first, then `.env`; with `create`, a missing `.env` is written with fresh secrets, and
-    a partial one completed (what it holds kept)."""
+def load_settings(env_file: Path | None = None, create: bool = False) -> Settings:
+    """Environment first, then `.env` (`env_file`, else `env_file_path()`); with `create`, a missing
+    `.env` is written with fresh secrets, and a partial one completed (what it holds kept)."""
+    env_file = env_file or env_file_path()
     values = read_env_file(env_file)
     from_environment = {key: os.environ[key] for key in KEYS if os.environ.get(key)}
     incomplete = any(not (values.get(key) or from_environment.get(key)) for key in KEYS)
@@ -133,7 +147,7 @@ def load_settings(env_file: Path = ENV_FILE, create: bool = False) -> Settings:
         password=values["LABEL_STUDIO_PASSWORD"],
         api_key=values["LABEL_STUDIO_API_KEY"],
         project=os.environ.get("KNOWREF60K_PROJECT", DEFAULT_PROJECT),
-        state_dir=Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR") or STATE_DIR),
+        state_dir=Path(os.environ.get("KNOWREF60K_LABELSTUDIO_DIR") or default_state_dir()),
         # Without a config file: the default, or KNOWREF60K_LABELSTUDIO_DATABASE (read where every
         # environment override is, knowref60k.core.config).
         database=load_labelstudio_config(None).database,
@@ -144,7 +158,7 @@ def demo_settings(settings: Settings) -> Settings:
     """The demo's Label Studio: the same admin login, its own port (KNOWREF60K_DEMO_LABEL_STUDIO_URL to
     change it) and data folder."""
     url = os.environ.get("KNOWREF60K_DEMO_LABEL_STUDIO_URL") or f"http://127.0.0.1:{DEMO_PORT}"
-    state_dir = Path(os.environ.get("KNOWREF60K_DEMO_LABELSTUDIO_DIR") or DEMO_STATE_DIR)
+    state_dir = Path(os.environ.get("KNOWREF60K_DEMO_LABELSTUDIO_DIR") or default_demo_state_dir())
     return dataclasses.replace(settings, url=url.rstrip("/"), project=DEMO_PROJECT, state_dir=state_dir)
 
 

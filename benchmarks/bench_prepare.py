@@ -22,9 +22,9 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.console import make_console
 from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.extract.nlp import resolve_model_name
-from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.prepare.preparer import Preparer
 from knowref60k.quality.evaluation import extract_sentences, load_reference
+from knowref60k.settings.effective import RunConfig
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "output" / "bench"
@@ -43,7 +43,7 @@ def knowref_candidates(target: Path) -> Path:
 
 
 def measure(candidates: Path, work: Path) -> dict[str, object]:
-    with Preparer(load_run_prepare_config(), work / "index.sqlite") as preparer:
+    with Preparer(RunConfig.load().prepare, work / "index.sqlite") as preparer:
         started = time.perf_counter()
         report = preparer.prepare_file(candidates, work)
         seconds = time.perf_counter() - started

@@ -10,8 +10,6 @@ resolution; `make serve` runs it every few minutes, so annotators are rarely ser
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,36 +47,39 @@ def collect_flow(out_dir: str = "output/annotation", config_path: str | None = N
     return collect_votes(load_settings(), out_dir, config)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The labelling loop under Prefect.")
-    parser.add_argument("--config", default=None, help="TOML file with a [labelling] table")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("push").add_argument("items", nargs="+")
-    sync = commands.add_parser("sync")
-    sync.add_argument("--items", default="output/run/items", help="folder of *.items.parquet")
-    sync.add_argument("--out", default="output/annotation")
-    commands.add_parser("collect").add_argument("--out", default="output/annotation")
-    args = parser.parse_args(argv)
+def push_main(items: list[str], config: Path | None) -> int:
+    """`knowref60k flow annotate push`; the exit code."""
     console = make_console()
     try:
-        if args.command == "push":
-            report = push_flow(args.items, args.config)
-            console.print(
-                f"{report['stage']}: {report['pushed']:,} imported, {report['already_there']:,} already there"
-            )
-        elif args.command == "sync":
-            report = sync_flow(args.items, args.out, args.config)
-            console.print(f"{report['collected']['votes']:,} votes; promoted: {report['promoted']}")
-        else:
-            report = collect_flow(args.out, args.config)
-            console.print(
-                f"{report['votes']:,} votes ({report['new_votes']:,} new) -> {report['votes_path']}"
-            )
+        report = push_flow(items, str(config) if config else None)
     except UserError as error:
         print_error(console, error)
         return 2
+    console.print(
+        f"{report['stage']}: {report['pushed']:,} imported, {report['already_there']:,} already there"
+    )
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def sync_main(items: Path, out: Path, config: Path | None) -> int:
+    """`knowref60k flow annotate sync`; the exit code."""
+    console = make_console()
+    try:
+        report = sync_flow(str(items), str(out), str(config) if config else None)
+    except UserError as error:
+        print_error(console, error)
+        return 2
+    console.print(f"{report['collected']['votes']:,} votes; promoted: {report['promoted']}")
+    return 0
+
+
+def collect_main(out: Path, config: Path | None) -> int:
+    """`knowref60k flow annotate collect`; the exit code."""
+    console = make_console()
+    try:
+        report = collect_flow(str(out), str(config) if config else None)
+    except UserError as error:
+        print_error(console, error)
+        return 2
+    console.print(f"{report['votes']:,} votes ({report['new_votes']:,} new) -> {report['votes_path']}")
+    return 0

@@ -1,8 +1,7 @@
-"""What the flows' command lines share."""
+"""What the flows share: the retry policy of their tasks, and the check of their inputs."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,18 +24,6 @@ def is_transient(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> 
 
 # The retry policy of every per-file task.
 RETRIES: dict[str, Any] = {"retries": 2, "retry_condition_fn": is_transient}
-
-
-def worker_count(text: str) -> int:
-    """argparse type of --workers: a whole number from 1 to MOST_WORKERS, capped at the CPU cores."""
-    from knowref60k.core import parallel
-
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    try:
-        return parallel.worker_count(int(text))
-    except UserError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def missing_inputs(console: Console, paths: Iterable[str], what: str = "input file(s)") -> bool:

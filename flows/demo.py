@@ -1,7 +1,10 @@
 """The whole loop on real dumps, with simulated annotators: dump -> candidates -> items -> screening of
 the original sentences -> resolution of the renamed ones -> votes -> release.
 
-    knowref60k demo [DUMP ...] [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
+    knowref60k demo DUMP ... [--out output/demo] [--screener-accuracy 0.9] [--resolver-accuracy 0.9]
+
+(`make demo` gives the two 2015-2019 samples of ../shared: at the cost-chosen threshold one sample alone
+gives too few items to measure a release by; the gold set has judged every candidate of both.)
 
 Simulated screeners answer from the hand-judged gold set (`data/eval/`), right with the given accuracy;
 simulated resolvers answer from the judged referent of each item (`reddit_referents.jsonl`), each account
@@ -18,8 +21,6 @@ how many of their labels agree with the judged referent, and what they cost in v
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,6 @@ from knowref60k_flows.labelling import collect_votes, promote, push, simulate, s
 from knowref60k_flows.pipeline import pipeline_flow
 from knowref60k_flows.release import cut_release
 
-REPO = Path(__file__).resolve().parent.parent
-# Both samples of 2015-2019 comments (2.6 million): at the cost-chosen threshold one sample alone gives
-# too few items to measure a release by; the gold set has judged every candidate of both.
-DEFAULT_DUMPS = [
-    str(REPO.parent / "shared" / "data" / "reddit" / name) for name in ("RC_sample_1M.zst", "RC_sample_B.zst")
-]
 SCREENERS, RESOLVERS = 3, 5
 
 
@@ -146,23 +141,22 @@ def release_quality(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The whole loop with simulated annotators.")
-    parser.add_argument("dumps", nargs="*", default=DEFAULT_DUMPS)
-    parser.add_argument("--out", default="output/demo")
-    parser.add_argument("--screener-accuracy", type=float, default=0.9)
-    parser.add_argument("--resolver-accuracy", type=float, default=0.9)
-    parser.add_argument("--config", default=None, help="TOML file with a [labelling] table")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated annotators' answers")
-    args = parser.parse_args(argv)
+def main(
+    dumps: list[str],
+    out: str,
+    screener_accuracy: float = 0.9,
+    resolver_accuracy: float = 0.9,
+    config: Path | None = None,
+    seed: int = 0,
+) -> int:
+    """`knowref60k demo`: the demo flow on `dumps` into `out`, and its report. The exit code."""
     console = make_console()
-    if missing_inputs(console, args.dumps, "dump(s)"):
+    if missing_inputs(console, dumps, "dump(s)"):
         return 2
-    console.print(f"Reading {len(args.dumps)} dump(s): {', '.join(Path(dump).name for dump in args.dumps)}")
+    console.print(f"Reading {len(dumps)} dump(s): {', '.join(Path(dump).name for dump in dumps)}")
     try:
-        result = demo_flow(
-            args.dumps, args.out, args.screener_accuracy, args.resolver_accuracy, args.config, args.seed
-        )
+        config_path = str(config) if config else None
+        result = demo_flow(dumps, out, screener_accuracy, resolver_accuracy, config_path, seed)
     except UserError as error:
         print_error(console, error)
         return 2
@@ -224,7 +218,3 @@ def labels_line(labels: dict[str, Any], accuracy: dict[str, float | None]) -> st
         f"another pair of names, {labels['items'] - labels['judged'] - labels['other_pair']:,} not judged; "
         f"simulated resolvers' accuracy {accuracy}"
     )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,8 @@
 """Prefect flow: index reference corpora for the overlap audit (one task per file), then score the
 known benchmarks against the index.
 
-knowref60k flow overlap CORPUS... [--index output/overlap] [--benchmarks-out output/overlap-benchmarks]
+knowref60k flow overlap CORPUS... [--index output/overlap]
+                        [--benchmarks-out output/overlap-benchmarks --benchmarks DIR]
 
 Tasks run one after another: an index has one writer. A retried or relaunched task resumes after the
 last batch it recorded, and a finished file is skipped.
@@ -9,8 +10,6 @@ last batch it recorded, and a finished file is skipped.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,43 +39,48 @@ def index_corpus_file(corpus_path: str, index_dir: str, workers: int = 2) -> dic
 
 
 @task(task_run_name="score benchmarks against {index_dir}")
-def score_benchmarks(index_dir: str, out_dir: str) -> dict[str, Any]:
+def score_benchmarks(index_dir: str, out_dir: str, benchmarks: str) -> dict[str, Any]:
     from knowref60k.overlap.audit import OverlapAudit, write_benchmark_scores
     from knowref60k.overlap.benchmarks import TEST_SETS
 
-    audit = OverlapAudit.load(Path(index_dir))
+    audit = OverlapAudit.load(Path(index_dir), Path(benchmarks))
     report = write_benchmark_scores(audit.score_benchmarks(TEST_SETS), audit, Path(out_dir))
     return {"report_path": str(Path(out_dir) / "report.json"), "sets": report["sets"]}
 
 
 @flow(name="overlap-index")
 def overlap_flow(
-    corpus: list[str], index_dir: str = "output/overlap", benchmarks_out: str | None = None
+    corpus: list[str],
+    index_dir: str = "output/overlap",
+    benchmarks_out: str | None = None,
+    benchmarks: str | None = None,
 ) -> dict[str, Any]:
+    """Index `corpus`; with `benchmarks_out`, score the known benchmarks (the folder `benchmarks`)."""
+    if benchmarks_out and not benchmarks:
+        raise UserError("scoring the benchmarks needs their folder (--benchmarks)")
     files = [index_corpus_file(path, index_dir) for path in corpus]
-    scored = score_benchmarks(index_dir, benchmarks_out) if benchmarks_out else None
+    scored = None
+    if benchmarks_out and benchmarks:
+        scored = score_benchmarks(index_dir, benchmarks_out, benchmarks)
     return {"index": index_dir, "files": files, "benchmarks": scored}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Index corpora for the overlap audit under Prefect.")
-    parser.add_argument("corpus", nargs="+")
-    parser.add_argument("--index", default="output/overlap")
-    parser.add_argument("--benchmarks-out", default=None, help="Also score WSC, DPR and WinoGrande here.")
-    args = parser.parse_args(argv)
+def main(corpus: list[str], index: Path, benchmarks_out: Path | None, benchmarks: Path | None) -> int:
+    """`knowref60k flow overlap`; the exit code."""
     console = make_console()
     try:
-        result = overlap_flow(args.corpus, args.index, args.benchmarks_out)
+        result = overlap_flow(
+            corpus,
+            str(index),
+            str(benchmarks_out) if benchmarks_out else None,
+            str(benchmarks) if benchmarks else None,
+        )
     except UserError as error:
         print_error(console, error)
         return 2
     for report in result["files"]:
         console.print(f"{report['source']}: {report['indexed']:,} sentences indexed")
-    console.print(f"Index in {Path(args.index).resolve()}")
+    console.print(f"Index in {index.resolve()}")
     if result["benchmarks"]:
         console.print(f"Benchmark scores in {result['benchmarks']['report_path']}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

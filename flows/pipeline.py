@@ -8,8 +8,6 @@ Layout under --out: candidates/ (extraction), items/ (annotation-ready items), d
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +19,13 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import write_json_atomic
 from knowref60k.core.stats import PipelineStats
 from knowref60k.ingest.readers import check_input, detect_format
-from knowref60k.labelling.config import load_labelling_config
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.prepare.preparer import set_aside_path
 from knowref60k.prepare.stages.threshold import HELD_BACK_SUFFIX, SEND_HELD_BACK, held_back
 from knowref60k.settings.effective import RunConfig
 from knowref60k_annotation.labelstudio_app.labelstudio_contract import LOGIN_PATH
 from knowref60k_annotation.settings import load_settings, with_config
-from knowref60k_flows.common import missing_inputs, worker_count
+from knowref60k_flows.common import missing_inputs
 from knowref60k_flows.extract import extract_flow
 from knowref60k_flows.labelling import ensure_annotators, push, start_label_studio
 from knowref60k_flows.prepare import prepare_flow
@@ -35,16 +33,11 @@ from knowref60k_flows.prepare import prepare_flow
 
 @flow(name="candidates-to-items")
 def pipeline_flow(
-    inputs: list[str],
-    out_dir: str,
-    config_path: str | None = None,
-    workers: int = 2,
-    input_format: str = "auto",
-    settings: RunConfig | None = None,
+    inputs: list[str], out_dir: str, settings: RunConfig, workers: int = 2, input_format: str = "auto"
 ) -> dict[str, Any]:
-    """The config file is read once here (or `settings` given by a caller that read it)."""
+    """`settings`: the config file as the caller's command read it once (`RunConfig.load`), every level
+    resolved; each phase gets its concrete part."""
     out = Path(out_dir)
-    settings = settings or RunConfig.load(Path(config_path) if config_path else None)
     extracted = extract_flow(inputs, str(out / "candidates"), settings.extract, workers, input_format)
     candidates = [report["candidates_path"] for report in extracted["files"]]
     prepared = prepare_flow(candidates, str(out / "items"), str(out / "dedup-index.sqlite"), settings.prepare)
@@ -67,21 +60,6 @@ def labelling_plan(settings: RunConfig, prepared: dict[str, Any]) -> dict[str, A
             str(set_aside_path(Path(f["source"]), Path(f["items_path"]).parent)) for f in prepared["files"]
         ],
     }
-
-
-def arguments(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Extract, de-duplicate and perturb dumps under Prefect.")
-    parser.add_argument("inputs", nargs="+", help="dump files")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--config", default=None, help="TOML config file")
-    parser.add_argument("--workers", type=worker_count, default=2)
-    parser.add_argument("--input-format", default="auto", choices=["auto", "ndjson", "text"])
-    parser.add_argument(
-        "--label-studio", action="store_true", help="then push the items into a local Label Studio it starts"
-    )
-    parser.add_argument("--screeners", type=int, default=3, help="screener accounts to have (--label-studio)")
-    parser.add_argument("--resolvers", type=int, default=5, help="resolver accounts to have (--label-studio)")
-    return parser.parse_args(argv)
 
 
 def print_outputs(console: Console, result: dict[str, Any]) -> None:
@@ -133,29 +111,38 @@ def plan_text(plan: dict[str, Any]) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = arguments(argv)
+def main(
+    inputs: list[str],
+    out: str,
+    config: Path | None,
+    workers: int = 2,
+    input_format: str = "auto",
+    accounts: tuple[int, int] | None = None,
+) -> int:
+    """`knowref60k run`: the pipeline flow on `inputs` into `out`; with `accounts` (screeners, resolvers),
+    then the items pushed into a local Label Studio it starts. The exit code."""
     console = make_console()
-    if missing_inputs(console, args.inputs):
+    if missing_inputs(console, inputs):
         return 2
     try:
         # Every table and input checked (in one line when one is bad) before Prefect starts or a dump is
         # read: a task that fails logs its traceback through Prefect before the error reaches us.
-        RunConfig.load(Path(args.config) if args.config else None)
-        if args.label_studio:  # its login, before a minute of extraction
+        settings = RunConfig.load(config)
+        if accounts:  # its login, before a minute of extraction
             load_settings(create=True)
-        for path in args.inputs:
+        for path in inputs:
             check_input(Path(path))
-            detect_format(Path(path), args.input_format)
-        result = pipeline_flow(args.inputs, args.out, args.config, args.workers, args.input_format)
+            detect_format(Path(path), input_format)
+        result = pipeline_flow(inputs, out, settings, workers, input_format)
     except UserError as error:
         print_error(console, error)
         return 2
     print_outputs(console, result)
-    if args.label_studio:
+    if accounts:
         try:
             items = [f["items_path"] for f in result["prepare"]["files"]]
-            annotation_flow(items, args.screeners, args.resolvers, args.config)
+            config_path = str(config) if config else None
+            annotation_flow(items, *accounts, settings.labelling, config_path)
         except UserError as error:
             print_error(console, error)
             return 2
@@ -163,11 +150,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @flow(name="push-to-label-studio")
-def annotation_flow(items: list[str], screeners: int, resolvers: int, config_path: str | None = None) -> None:
+def annotation_flow(
+    items: list[str], screeners: int, resolvers: int, config: LabellingConfig, config_path: str | None = None
+) -> None:
     """Start Label Studio if needed, push the items to screening, make sure screeners and resolvers
-    (two groups that never share an account) can log in; print where."""
+    (two groups that never share an account) can log in; print where. `config`: the labelling settings
+    the caller's RunConfig resolved; `config_path` only for Label Studio's own table."""
     settings = with_config(load_settings(create=True), Path(config_path) if config_path else None)
-    config = load_labelling_config(Path(config_path) if config_path else None)
     console = make_console()
     console.print(start_label_studio(settings, config, sorted({str(Path(p).parent) for p in items})))
     pushed = push(settings, items, config)
@@ -190,7 +179,3 @@ def annotation_flow(items: list[str], screeners: int, resolvers: int, config_pat
         f"Admin: {settings.username} (password in .env). Stop the server and its receiver with "
         "`make labelstudio-stop`."
     )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

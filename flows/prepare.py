@@ -12,7 +12,6 @@ from prefect import flow, get_run_logger, task
 
 from knowref60k.core.config import PrepareConfig
 from knowref60k.core.io import write_json_atomic
-from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
 from knowref60k_flows.common import RETRIES
 
@@ -38,10 +37,11 @@ def prepare_file(
 
 @flow(name="prepare-items")
 def prepare_flow(
-    candidates: list[str], out_dir: str, index_path: str | None = None, config: PrepareConfig | None = None
+    candidates: list[str], out_dir: str, index_path: str | None, settings: PrepareConfig
 ) -> dict[str, Any]:
+    """`settings`: concrete, as the caller's RunConfig resolved them (the flow reads no config file);
+    `index_path` None: OUT_DIR/dedup-index.sqlite."""
     index = index_path or str(Path(out_dir) / "dedup-index.sqlite")
-    settings = config or load_run_prepare_config()
     candidates = [str(path) for path in candidate_files(Path(path) for path in candidates)]
     reports = [prepare_file(path, out_dir, index, settings) for path in candidates]
     total = prepare_stats()

@@ -1,13 +1,11 @@
 """Prefect flow: collect the votes, then cut a release.
 
 knowref60k flow release --version 2026.11 [--run output/run] [--votes-dir output/annotation]
-                        [--overlap-index output/overlap] [--debias ngrams|encoder]
+                        [--overlap-index output/overlap --benchmarks DIR] [--debias ngrams|encoder]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +31,15 @@ def cut_release(
     debias: str | None = None,
     labelling: LabellingConfig | None = None,
     cost: CostConfig | None = None,
+    benchmarks: str | None = None,
 ) -> dict[str, Any]:
     audit = None
     if overlap_index:
         from knowref60k.overlap.audit import OverlapAudit
 
-        audit = OverlapAudit.load(Path(overlap_index))
+        if not benchmarks:
+            raise UserError("the overlap audit needs the folder of the known benchmarks (--benchmarks)")
+        audit = OverlapAudit.load(Path(overlap_index), Path(benchmarks))
     config = ReleaseConfig(labelling or LabellingConfig(), debias=debias, cost=cost or CostConfig())
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), config, audit)
     return {
@@ -59,6 +60,7 @@ def release_flow(
     overlap_index: str | None = None,
     debias: str | None = None,
     config_path: str | None = None,
+    benchmarks: str | None = None,
 ) -> dict[str, Any]:
     """With `overlap_index`, items get overlap scores and the card the overlap report; with `debias`
     (AFLite's features: ngrams or encoder; off by default), AFLite's columns and a `debiased` config."""
@@ -74,32 +76,35 @@ def release_flow(
         debias,
         labelling,
         load_cost_config(path),
+        benchmarks,
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Collect votes and cut a release under Prefect.")
-    parser.add_argument("--version", required=True)
-    parser.add_argument("--run", default="output/run")
-    parser.add_argument("--votes-dir", default="output/annotation")
-    parser.add_argument("--out", default="data/releases")
-    parser.add_argument("--config", default=None, help="TOML file with a [labelling] table.")
-    parser.add_argument("--overlap-index", default=None, help="Folder of an overlap index (optional).")
-    parser.add_argument(
-        "--debias", choices=["ngrams", "encoder"], default=None, help="Add AFLite's debiased config."
-    )
-    args = parser.parse_args(argv)
+def main(
+    version: str,
+    run_dir: Path,
+    votes_dir: Path,
+    releases_dir: Path,
+    config: Path | None = None,
+    overlap_index: Path | None = None,
+    benchmarks: Path | None = None,
+    debias: str | None = None,
+) -> int:
+    """`knowref60k flow release`; the exit code."""
     console = make_console()
     try:
         made = release_flow(
-            args.version, args.run, args.votes_dir, args.out, args.overlap_index, args.debias, args.config
+            version,
+            str(run_dir),
+            str(votes_dir),
+            str(releases_dir),
+            str(overlap_index) if overlap_index else None,
+            debias,
+            str(config) if config else None,
+            str(benchmarks) if benchmarks else None,
         )
     except UserError as error:
         print_error(console, error)
         return 2
-    console.print(f"release {args.version}: {made['splits']} -> {made['path']}")
+    console.print(f"release {version}: {made['splits']} -> {made['path']}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

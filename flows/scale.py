@@ -12,9 +12,7 @@ to the same flow; the tasks take file paths and return counts, so nothing else c
 
 from __future__ import annotations
 
-import argparse
 import functools
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,7 @@ from knowref60k.core.parallel import settle_garbage_collector
 from knowref60k.core.stats import merge_stats
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.slicing import split_dump
-from knowref60k_flows.common import RETRIES, worker_count
+from knowref60k_flows.common import RETRIES
 
 
 @functools.cache
@@ -98,32 +96,19 @@ def sharded_flow(
     return {"files": reports, "stats": merge_stats(Path(r["stats_path"]) for r in reports).to_dict()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Shard a dump and extract it on Dask.")
-    parser.add_argument("dump")
-    parser.add_argument("--shards", type=int, default=4)
-    parser.add_argument("--out", default="output/scale")
-    parser.add_argument("--workers", type=worker_count, default=2)
-    parser.add_argument("--address", default=None, help="existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    parser.add_argument("--config", default=None)
-    args = parser.parse_args(argv)
+def main(dump: Path, shards: int, out: Path, workers: int, address: str | None, config: Path | None) -> int:
+    """`knowref60k flow scale`: cut `dump` into `shards` under OUT/shards, extract them on Dask into
+    OUT/candidates; the exit code."""
     console = make_console()
-    out = Path(args.out)
-    shards = split_dump(Path(args.dump), out / "shards", args.shards)
+    cut = split_dump(dump, out / "shards", shards)
     result = sharded_flow(
-        [str(s) for s in shards],
+        [str(s) for s in cut],
         str(out / "candidates"),
-        args.config,
-        dask_runner(args.workers, args.address),
+        str(config) if config else None,
+        dask_runner(workers, address),
     )
     from knowref60k.core.stats import PipelineStats
 
-    console.print(
-        render_funnel(PipelineStats.from_dict(result["stats"]), f"Funnel over {len(shards)} shards")
-    )
+    console.print(render_funnel(PipelineStats.from_dict(result["stats"]), f"Funnel over {len(cut)} shards"))
     console.print(f"Candidates in {out / 'candidates'}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """Start a local Prefect server (127.0.0.1:4200) and serve the scheduled deployments; the server is
 stopped with them (one that was running before is left running).
 
-    knowref60k serve [--dumps DIR] [--out output/run]      (make serve)
+    knowref60k serve [--dumps DIR] [--out DIR]      (make serve; both default to the home folder's)
 
 - `watch-dumps`: every hour, processes each new or changed RC_*.zst / RC_*.ndjson of the dumps folder
   (monthly dumps appear once a month; an hourly look costs a directory listing and a few stat calls).
@@ -13,7 +13,6 @@ stopped with them (one that was running before is left running).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
@@ -25,8 +24,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from knowref60k.core.io import private_dir
+from knowref60k.core.paths import home
 
-REPO = Path(__file__).resolve().parent.parent
 PORT = 4200
 API = f"http://127.0.0.1:{PORT}/api"
 # How often the labelling loop is collected and decided tasks closed: a vote takes annotators about 10 s,
@@ -46,7 +45,7 @@ def start_prefect_server() -> subprocess.Popen[bytes] | None:
     """Start the Prefect server unless one answers; returns the process started (None if none was)."""
     if prefect_server_running():
         return None
-    log = private_dir(Path(os.environ.get("PREFECT_HOME", REPO / ".prefect"))) / "server.log"
+    log = private_dir(Path(os.environ.get("PREFECT_HOME") or home() / ".prefect")) / "server.log"
     with log.open("ab") as handle:
         server = subprocess.Popen(
             [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(PORT)],
@@ -89,14 +88,12 @@ def start_receiver(items: Path) -> str:
     return receiver.start(load_labelling_config(), [items])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dumps", default=str(REPO / "dumps"), help="folder watched for new dumps")
-    parser.add_argument("--out", default="output/run")
-    args = parser.parse_args(argv)
+def main(dumps: Path, out: Path) -> int:
+    """`knowref60k serve`: serve the deployments on `dumps` into `out` until stopped; the Prefect server
+    started for them is stopped on the way out (Ctrl-C, SIGTERM)."""
     started = start_prefect_server()
     try:
-        return serve_deployments(args.dumps, args.out)
+        return serve_deployments(str(dumps), str(out))
     finally:
         if started is not None:
             stop_prefect_server(started)
@@ -128,7 +125,3 @@ def serve_deployments(dumps: str, out: str) -> int:
         ),
     )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -200,8 +200,9 @@ def once_per_run(factory: pytest.TempPathFactory, name: str, build: Callable[[Pa
 
 @pytest.fixture(scope="session")
 def evaluation(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`knowref60k eval` (what `make eval` runs) once per test run: its eval.json, read by the tests of
-    the recall and person-detection tables, the README's headline numbers and the gold set's figures."""
+    """`knowref60k measure-extraction` (what `make eval` runs) once per test run: its eval.json, read by
+    the tests of the recall and person-detection tables, the README's headline numbers and the gold set's
+    figures."""
     import orjson
 
     items = shared_file("data/knowref2019/knowref2019_reddit_items.json")
@@ -211,7 +212,7 @@ def evaluation(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
         from knowref60k.cli.app import app
 
-        result = CliRunner().invoke(app, ["eval", "--items", str(items), "--out", str(out)])
+        result = CliRunner().invoke(app, ["measure-extraction", "--items", str(items), "--out", str(out)])
         assert result.exit_code == 0, result.output
 
     payload: dict[str, Any] = orjson.loads(
@@ -295,10 +296,12 @@ def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
     first start takes about two minutes, a copy of its data starts in seconds."""
     import orjson
 
-    from knowref60k_annotation.server import LABEL_STUDIO
+    from knowref60k_annotation.environment import label_studio_program
 
-    if not LABEL_STUDIO.exists():
-        missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
+    if not label_studio_program().exists():
+        missing_prerequisite(
+            f"{label_studio_program()} missing: `make test` installs Label Studio's own environment"
+        )
 
     def migrate(state_dir: Path) -> None:
         settings = fresh_settings("knowref60k test", state_dir)

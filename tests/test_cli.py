@@ -8,7 +8,7 @@ from knowref60k.cli.app import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", [[], ["extract"], ["eval"], ["funnel"], ["setup-model"]])
+@pytest.mark.parametrize("command", [[], ["extract"], ["measure-extraction"], ["funnel"], ["setup-model"]])
 def test_every_command_has_help(command: list[str]) -> None:
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0

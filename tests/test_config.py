@@ -69,7 +69,8 @@ def test_bad_values_and_files_are_user_errors(tmp_path: Path) -> None:
         (
             "prepare",
             "validity_threshold = 3",
-            "validity_threshold must be a score in .0, 1. or -1 .chosen by cost., not 3",
+            r"validity_threshold must be a score in \[0, 1\] \(or, in a config file, left out to be chosen "
+            r"by cost\), not 3",
         ),
     ],
 )

@@ -245,7 +245,8 @@ def test_eval_on_a_gold_set_too_small_to_refit_the_score_is_one_line(tmp_path: P
     gold = tmp_path / "gold.jsonl"
     gold.write_bytes(b"\n".join(GOLD_FILE.read_bytes().splitlines()[:4]) + b"\n")
     (tmp_path / "gold.meta.json").write_bytes(b'{"source_comments": 1000}')
-    arguments = ["eval", "--no-compare", "--items", str(items), "--gold", str(gold), "--out", str(tmp_path)]
+    arguments = ["measure-extraction", "--no-compare", "--items", str(items), "--gold", str(gold)]
+    arguments += ["--out", str(tmp_path)]
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "too few to refit the score out of fold" in result.output and not (tmp_path / "eval.json").exists()
@@ -503,13 +504,13 @@ def test_the_shipped_calibration_and_the_cost_chosen_rows_are_a_fresh_measuremen
     chooses is the threshold the pipeline uses, its expected precision is within 5 points of the held-back
     part's, and docs/measurements.md's "default: chosen by cost" rows are the fresh points."""
     from knowref60k.core.paths import CALIBRATION
-    from knowref60k.labelling.config import load_run_prepare_config
+    from knowref60k.settings.effective import RunConfig
 
     if model_name() != README_MODEL:
         pytest.skip(f"the shipped calibration is for {README_MODEL}, this run uses {model_name()}")
     score = evaluation["score"]
     assert orjson.loads(CALIBRATION.read_bytes()) == score["calibration"]
-    assert score["chosen_on_tune"]["default"] == load_run_prepare_config().validity_threshold
+    assert score["chosen_on_tune"]["default"] == RunConfig.load().prepare.validity_threshold
     check = score["calibration_check"]
     assert check["within"] and check["difference"] <= 0.05, check
     rows = {cells[1]: cells for cells in table_rows() if cells[0] == "default: chosen by cost"}

@@ -22,8 +22,8 @@ from knowref60k.core.errors import UserError
 from knowref60k.extract.extractor import Extractor
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
-from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.labelling.decisions import RESOLUTION
+from knowref60k.settings.effective import RunConfig
 from knowref60k_annotation.client import LabelStudioClient
 from knowref60k_annotation.server import Server
 from tests.conftest import REPO, shared_file, wait_for
@@ -261,7 +261,7 @@ def test_prepare_quarantines_candidates_whose_spans_do_not_fit_the_sentence(tmp_
     }
     rows = [good, *({**good, **change, "candidate_id": name} for name, (change, _) in broken.items())]
     source = candidates_file(tmp_path / "c" / "RC_bad.candidates.parquet", rows)
-    with Preparer(load_run_prepare_config(), tmp_path / "index.sqlite") as preparer:
+    with Preparer(RunConfig.load().prepare, tmp_path / "index.sqlite") as preparer:
         report = preparer.prepare_file(source, tmp_path / "items")
     assert report.rows == 1 and report.stats.quarantined == len(broken)
     assert report.quarantine_path is not None

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner, Result
 
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
@@ -80,6 +81,13 @@ def write_dump(path: Path) -> Path:
 
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def knowref60k_command(*arguments: str) -> Result:
+    """A `knowref60k` command line run in this process (its printed lines in `output`)."""
+    from knowref60k.cli.app import app
+
+    return CliRunner().invoke(app, list(arguments), prog_name="knowref60k")
 
 
 def words(text: str) -> str:
@@ -204,10 +212,7 @@ def test_push_flow_imports_each_item_once(
     run: dict[str, Any],
     label_studio: Settings,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from knowref60k_flows.annotate import main
-
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows push")
     items = [report["items_path"] for report in run["prepare"]["files"]]
     # Items the validity model is sure of go to resolution unscreened; the fixture has both kinds.
@@ -219,9 +224,9 @@ def test_push_flow_imports_each_item_once(
     # Six items: 5% of controls would be a third of one task, so none.
     expected = {"stage": SCREENING, "pushed": screened, "already_there": 0, "tasks": screened}
     assert push_flow(items) == {**expected, "unscreened": len(sure)}
-    capsys.readouterr()
-    assert main(["push", *items]) == 0
-    assert f"screening: 0 imported, {screened} already there" in words(capsys.readouterr().out)
+    pushed = knowref60k_command("flow", "annotate", "push", *items)
+    assert pushed.exit_code == 0, pushed.output
+    assert f"screening: 0 imported, {screened} already there" in words(pushed.output)
     with LabelStudioClient(settings) as client:
         screening = client.export(client.existing_project(SCREENING))
         resolution = client.export(client.existing_project(RESOLUTION))
@@ -322,7 +327,6 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
     label_studio: Settings,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
     from knowref60k_flows.release import release_flow
 
@@ -373,26 +377,25 @@ def test_release_flow_cuts_a_release_then_refuses_the_same_version(
         "resolution_controls": 0,
     }
 
-    refuses_the_same_version_and_aflite_on_too_few(release, run, votes_dir, capsys)
+    refuses_the_same_version_and_aflite_on_too_few(release, run, votes_dir)
 
 
 def refuses_the_same_version_and_aflite_on_too_few(
-    release: Path, run: dict[str, Any], votes_dir: Path, capsys: pytest.CaptureFixture[str]
+    release: Path, run: dict[str, Any], votes_dir: Path
 ) -> None:
     """Through the command line: an existing version is refused and left as it was; `--debias` reaches
     the release, which is too small for AFLite and says so."""
-    from knowref60k_flows.release import main
-
     before = snapshot(release)
-    capsys.readouterr()
     argv = ["--version", "v1", "--run", str(run["dir"]), "--votes-dir", str(votes_dir)]
     argv += ["--out", str(release.parent)]
-    assert main(argv) == 2
-    printed = words(capsys.readouterr().out)
+    refused = knowref60k_command("flow", "release", *argv)
+    assert refused.exit_code == 2
+    printed = words(refused.output)
     assert "error: release v1 exists at" in printed and "never overwritten, pick a new version" in printed
     assert snapshot(release) == before
-    assert main([*argv[:1], "v2", *argv[2:], "--debias", "ngrams"]) == 2
-    printed = words(capsys.readouterr().out)
+    too_few = knowref60k_command("flow", "release", *argv[:1], "v2", *argv[2:], "--debias", "ngrams")
+    assert too_few.exit_code == 2
+    printed = words(too_few.output)
     assert "AFLite cannot run" in printed and not (release.parent / "v2").exists()
 
 
@@ -446,7 +449,6 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     label_studio: Settings,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
     request: pytest.FixtureRequest,
 ) -> None:
     import knowref60k_flows.demo
@@ -455,9 +457,10 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     # The demo's own Label Studio is, here, the session's server; its default is checked in test_settings.
     monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", label_studio.url)
     monkeypatch.setenv("KNOWREF60K_DEMO_LABELSTUDIO_DIR", str(tmp_path / "demo-state"))
-    from knowref60k_annotation.settings import ENV_FILE
+    from knowref60k_annotation.settings import env_file_path
 
-    env_file_before = ENV_FILE.read_bytes() if ENV_FILE.exists() else None
+    env_file = env_file_path()
+    env_file_before = env_file.read_bytes() if env_file.exists() else None
     dump = write_dump(tmp_path / "dumps" / "RC_2099-03.ndjson")
     out = tmp_path / "demo"
     receiver = ReceiverProcess(demo_settings(load_settings()))
@@ -470,7 +473,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     assert health is not None and health["queued"] == sum(result["votes_cast"].values())
     assert "left_to_sync" not in health
     # every setting came from the environment: the repo's .env is neither written nor changed
-    assert (ENV_FILE.read_bytes() if ENV_FILE.exists() else None) == env_file_before
+    assert (env_file.read_bytes() if env_file.exists() else None) == env_file_before
     assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6
     valid, expected = check_the_loop(result, load_labelling_config(config))
 
@@ -493,9 +496,9 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
 
     # Again through the command line: nothing new to do, and the same release is reused.
     before = snapshot(out / "releases")
-    capsys.readouterr()
-    assert knowref60k_flows.demo.main([str(dump), "--out", str(out), "--config", str(config)]) == 0
-    printed = words(capsys.readouterr().out)
+    again = knowref60k_command("demo", str(dump), "--out", str(out), "--config", str(config))
+    assert again.exit_code == 0, again.output
+    printed = words(again.output)
     assert "simulated votes cast {'screening': 0, 'resolution': 0}" in printed
     assert f"Release (SIMULATED votes): {release}" in printed
     assert f"Demo projects in their own Label Studio at {label_studio.url}" in printed
@@ -615,7 +618,9 @@ def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
         command = [
             sys.executable,
             "-m",
-            "knowref60k_flows.scale",
+            "knowref60k",
+            "flow",
+            "scale",
             str(dump),
             "--shards",
             "2",
@@ -623,7 +628,7 @@ def test_scale_flow_shards_a_dump_and_extracts_it_on_dask(
             "1",
         ]
         with process_group([*command, "--out", str(out)], prefect_env(home, api_url), scale_log) as scale:
-            wait_for(lambda: scale.poll() is not None, 300, "knowref60k_flows.scale")
+            wait_for(lambda: scale.poll() is not None, 300, "knowref60k flow scale")
         assert scale.returncode == 0, tail(scale_log)
         runs = api_post(api_url, "/flow_runs/filter", {})
         assert [r["state_type"] for r in runs] == ["COMPLETED"]
@@ -695,8 +700,8 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The serve flow has no option for its port (4200, fixed): the test sets the module's PORT and API to a
-    free port before calling its main, in a subprocess with its own PREFECT_HOME. Its Label Studio settings
-    (and so the vote receiver it starts) live in the test's folder, on ports of their own."""
+    free port before running `knowref60k serve`, in a subprocess with its own PREFECT_HOME. Its Label Studio
+    settings (and so the vote receiver it starts) live in the test's folder, on ports of their own."""
     for key in ("USERNAME", "PASSWORD", "API_KEY"):
         monkeypatch.delenv(f"LABEL_STUDIO_{key}", raising=False)
     monkeypatch.delenv("KNOWREF60K_PROJECT", raising=False)
@@ -711,7 +716,8 @@ def test_serve_starts_a_server_and_registers_the_scheduled_deployments(
     script = (
         "import sys, knowref60k_flows.serve as serve; "
         f"serve.PORT = {port}; serve.API = {api_url!r}; "
-        "sys.exit(serve.main(sys.argv[1:]))"
+        "from knowref60k.cli.app import app; "
+        "app(['serve', *sys.argv[1:]], prog_name='knowref60k')"
     )
     command = [sys.executable, "-c", script, "--dumps", str(dumps), "--out", str(out)]
     log = tmp_path / "serve.log"

@@ -13,6 +13,7 @@ import pytest
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.extract.stages.connectives import ConnectiveFinder
+from knowref60k.settings.effective import RunConfig
 from knowref60k_flows.pipeline import pipeline_flow
 from tests.conftest import shared_file
 
@@ -54,7 +55,7 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
     # candidate they find goes on, whatever its validity score.
     config = tmp_path / "rules.toml"
     config.write_text('[extract]\nperson_detection = "both"\n[prepare]\nvalidity_threshold = 0.0\n')
-    run = pipeline_flow([str(p) for p in dumps], str(out), str(config))
+    run = pipeline_flow([str(p) for p in dumps], str(out), RunConfig.load(config))
     extracted, prepared = run["extract"], run["prepare"]
     assert [f["skipped"] for f in extracted["files"]] == [False, False, False]
 
@@ -95,7 +96,7 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
         return {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name not in summaries}
 
     outputs = snapshot()
-    again = pipeline_flow([str(p) for p in dumps], str(out), str(config))
+    again = pipeline_flow([str(p) for p in dumps], str(out), RunConfig.load(config))
     assert [f["skipped"] for f in again["extract"]["files"]] == [True, True, True]
     assert [f["skipped"] for f in again["prepare"]["files"]] == [True, True, True]
     assert snapshot() == outputs
@@ -105,7 +106,7 @@ def test_pipeline_extracts_prepares_then_skips_finished_files(
 def test_pipeline_reports_a_missing_input_clearly(tmp_path: Path) -> None:
     from knowref60k_flows.pipeline import main
 
-    assert main([str(tmp_path / "RC_1999-01.zst"), "--out", str(tmp_path / "out")]) == 2
+    assert main([str(tmp_path / "RC_1999-01.zst")], str(tmp_path / "out"), None) == 2
 
 
 @pytest.mark.integration
@@ -175,7 +176,8 @@ def test_overlap_flow_indexes_once_and_scores_the_benchmarks(tmp_path: Path) -> 
     corpus.write_text(
         "The trophy doesn't fit into the brown suitcase because it is too large.\nI like turtles.\n"
     )
-    first = overlap_flow([str(corpus)], str(tmp_path / "ix"), str(tmp_path / "scores"))
+    benchmarks = str(shared_file("data/benchmarks"))
+    first = overlap_flow([str(corpus)], str(tmp_path / "ix"), str(tmp_path / "scores"), benchmarks)
     assert [f["indexed"] for f in first["files"]] == [2] and len(OverlapIndex(tmp_path / "ix")) == 2
     wsc = first["benchmarks"]["sets"]["wsc273"]
     assert (wsc["items"], wsc["share_above_0"]) == (273, round(1 / 273, 4))  # the trophy item alone

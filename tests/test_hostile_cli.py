@@ -195,18 +195,20 @@ def test_workers_above_the_cpu_cores_are_capped_at_the_cores_with_a_warning(
 
 
 def test_flows_workers_option_is_checked_and_capped_like_the_command_line(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import argparse
-
+    """`--workers` of `run` and `flow scale` is checked and capped as `extract`'s, before a dump is read."""
     from knowref60k.core import parallel
-    from knowref60k_flows.common import worker_count
+    from knowref60k_flows.cli import workers_checked
 
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
-    assert (worker_count("1"), worker_count("24")) == (1, 2)
-    for absurd in ("0", "99999999999999999999", "two"):
-        with pytest.raises(argparse.ArgumentTypeError):
-            worker_count(absurd)
+    assert (workers_checked(1), workers_checked(24)) == (1, 2)
+    dump = str(tmp_path / "RC_1999-01.zst")
+    for command in (["run", dump, "--out", str(tmp_path / "o")], ["flow", "scale", dump]):
+        for absurd in ("0", "99999999999999999999"):
+            assert_one_line_error(cli(*command, "--workers", absurd), "--workers must be a whole number")
+        assert_one_line_error(cli(*command, "--workers", "two"), "'--workers'", "integer")
+    assert not (tmp_path / "o").exists()
 
 
 # D15: a dump in a compression no decoder reads was read as NDJSON of its compressed bytes: exit 0,

@@ -144,8 +144,8 @@ def test_a_database_url_that_cannot_be_used_is_named_without_its_password(databa
 @pytest.mark.parametrize(
     ("command", "env_file"),
     [
-        (["-m", "knowref60k_annotation.server", "start"], "missing-folder/.env"),
-        (["-m", "knowref60k_annotation.receiver", "start"], "not-utf8.env"),
+        (["-m", "knowref60k", "labelstudio", "server", "start"], "missing-folder/.env"),
+        (["-m", "knowref60k", "labelstudio", "receiver", "start"], "not-utf8.env"),
         (["-m", "knowref60k", "annotate", "collect", "--out", "unused"], "not-utf8.env"),
     ],
 )

@@ -9,17 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from knowref60k_annotation.environment import label_studio_program
 from knowref60k_annotation.labelstudio_app import labelstudio_contract as contract
-from knowref60k_annotation.server import CONTRACT, LABEL_STUDIO, installed_label_studio, version_note
+from knowref60k_annotation.server import CONTRACT, installed_label_studio, version_note
 from tests.conftest import REPO, missing_prerequisite
 
 pytestmark = pytest.mark.integration
 
 
 def run_check(contract_file: Path) -> subprocess.CompletedProcess[str]:
-    if not LABEL_STUDIO.exists():
-        missing_prerequisite(f"{LABEL_STUDIO} missing: `make test` installs Label Studio's own environment")
-    python = LABEL_STUDIO.parent / "python"
+    if not label_studio_program().exists():
+        missing_prerequisite(
+            f"{label_studio_program()} missing: `make test` installs Label Studio's own environment"
+        )
+    python = label_studio_program().parent / "python"
     return subprocess.run(
         [str(python), "-P", str(contract_file)], capture_output=True, text=True, timeout=120, cwd=REPO
     )
@@ -59,12 +62,14 @@ def test_each_broken_assumption_fails_naming_it(tmp_path: Path) -> None:
 
 
 def test_the_contract_is_read_from_the_locked_version() -> None:
-    locked = re.search(r"^label-studio==(\S+)", (REPO / "requirements-labelstudio.lock").read_text(), re.M)
+    locked = re.search(
+        r"^label-studio==(\S+)", (REPO / "annotation" / "requirements-labelstudio.lock").read_text(), re.M
+    )
     assert locked is not None and locked.group(1) == contract.READ_FROM_VERSION
 
 
 def test_every_label_studio_pin_is_hashed() -> None:
-    text = (REPO / "requirements-labelstudio.lock").read_text()
+    text = (REPO / "annotation" / "requirements-labelstudio.lock").read_text()
     requirements = re.split(r"(?<!\\)\n", text)
     pins = [line for line in requirements if line and not line.startswith("#")]
     assert len(pins) > 100
@@ -81,8 +86,8 @@ def test_another_installed_version_is_one_line_naming_both(tmp_path: Path) -> No
     assert "9.9.9" in note and contract.READ_FROM_VERSION in note and "requirements-labelstudio.lock" in note
     assert version_note(contract.READ_FROM_VERSION) is None
     assert "not installed" in (version_note(installed_label_studio(tmp_path / "nowhere" / "bin" / "x")) or "")
-    if LABEL_STUDIO.exists():
-        assert installed_label_studio(LABEL_STUDIO) == contract.READ_FROM_VERSION
+    if label_studio_program().exists():
+        assert installed_label_studio(label_studio_program()) == contract.READ_FROM_VERSION
 
 
 def test_every_variable_the_server_hands_label_studio_is_in_the_contract(tmp_path: Path) -> None:

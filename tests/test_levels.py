@@ -23,7 +23,6 @@ from knowref60k.labelling.config import (
     LabellingConfig,
     chosen_levels,
     load_labelling_config,
-    load_run_prepare_config,
 )
 from knowref60k.labelling.cost_model import (
     Calibration,
@@ -35,6 +34,7 @@ from knowref60k.labelling.cost_model import (
 from knowref60k.labelling.costs import Plan, plan, summed
 from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
 from knowref60k.labelling.levels import NEVER, Pinned, Rules, choose_levels, cost_curve
+from knowref60k.settings.effective import RunConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -214,7 +214,7 @@ def test_a_threshold_the_config_sets_wins_over_the_cost_model(tmp_path: Path) ->
     path = write_config(
         tmp_path, "[prepare]\nvalidity_threshold = 0.5\n[labelling]\nskip_screening_above = 0.95\n"
     )
-    assert load_run_prepare_config(path).validity_threshold == 0.5
+    assert RunConfig.load(path).prepare.validity_threshold == 0.5
     labelling = load_labelling_config(path)
     assert labelling.skip_level == 0.95
     levels = chosen_levels(labelling, 0.5, load_cost_config(path))
@@ -222,7 +222,7 @@ def test_a_threshold_the_config_sets_wins_over_the_cost_model(tmp_path: Path) ->
     # Left to the cost model, the threshold is the one the default costs choose.
     default = chosen_levels(LabellingConfig())
     assert default is not None
-    assert load_run_prepare_config(None).validity_threshold == default.threshold != 0.5
+    assert RunConfig.load(None).prepare.validity_threshold == default.threshold != 0.5
 
 
 @pytest.mark.parametrize(
@@ -328,7 +328,7 @@ def test_a_broken_shipped_calibration_is_one_line_from_cost_and_config(tmp_path:
         assert run.returncode == 2, (command, run.stdout, run.stderr)
         assert lines == [
             f"error: {calibration}: not a calibration file (comments must be a whole number "
-            "above 0, not 0); `knowref60k eval` writes one to copy there"
+            "above 0, not 0); `knowref60k measure-extraction` writes one to copy there"
         ], (command, lines)
 
 
@@ -344,5 +344,7 @@ def test_a_negative_threshold_other_than_the_cost_models_marker_is_refused(
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
-    expected = "greater than or equal to 0" if where == "option" else "or -1 (chosen by cost), not -0.5"
+    expected = (
+        "greater than or equal to 0" if where == "option" else "left out to be chosen by cost), not -0.5"
+    )
     assert expected in text, text

@@ -1,5 +1,5 @@
 """Scoring language models on a release: the problems (blank, possessives, answers), the scoring checked
-by hand on a model whose log-probabilities are known, the accuracy report, and `knowref60k evaluate`
+by hand on a model whose log-probabilities are known, the accuracy report, and `knowref60k evaluate-models`
 against lm-evaluation-harness on the release's own task with a tiny, randomly initialised GPT-2 built
 here (nothing is downloaded): the same items, the same log-likelihoods, the same accuracy.
 
@@ -229,7 +229,7 @@ def test_knowref60k_evaluate_and_lm_eval_agree_on_a_tiny_model(tmp_path: Path) -
     model = tmp_path / "model"
     in_eval_environment("-c", TINY_GPT2, str(model), *sentences, home=tmp_path)
     out = tmp_path / "ours"
-    command = ["-m", "knowref60k", "evaluate", str(release), "--model", str(model), "--out", str(out)]
+    command = ["-m", "knowref60k", "evaluate-models", str(release), "--model", str(model), "--out", str(out)]
     in_eval_environment(*command, "--shots", "0,1", "--seeds", "2", "--batch-size", "5", home=tmp_path)
     ours = orjson.loads((out / "evaluation.json").read_bytes())
     assert ours["method"] == "causal partial scoring" and set(ours["results"]) == {"0-shot", "1-shot"}
@@ -271,7 +271,7 @@ def test_knowref60k_evaluate_and_lm_eval_agree_on_a_tiny_model(tmp_path: Path) -
     in_eval_environment(
         "-m",
         "knowref60k",
-        "evaluate",
+        "evaluate-models",
         "wsc273",
         "--model",
         str(model),
@@ -287,19 +287,19 @@ def test_knowref60k_evaluate_and_lm_eval_agree_on_a_tiny_model(tmp_path: Path) -
 def test_a_user_mistake_is_one_line(tmp_path: Path) -> None:
     from knowref60k.cli.app import app
 
-    missing = CliRunner().invoke(app, ["evaluate", str(tmp_path / "nowhere"), "--model", "m"])
+    missing = CliRunner().invoke(app, ["evaluate-models", str(tmp_path / "nowhere"), "--model", "m"])
     assert missing.exit_code == 2 and "neither a release folder nor a benchmark" in missing.output
     release = mixed_release(tmp_path)
-    shots = CliRunner().invoke(app, ["evaluate", str(release), "--model", "m", "--shots", "one"])
+    shots = CliRunner().invoke(app, ["evaluate-models", str(release), "--model", "m", "--shots", "one"])
     assert shots.exit_code == 2 and "give whole numbers" in shots.output
     seeds = CliRunner().invoke(
-        app, ["evaluate", str(release), "--model", "m", "--shots", "0,1", "--seeds", "0"]
+        app, ["evaluate-models", str(release), "--model", "m", "--shots", "0,1", "--seeds", "0"]
     )
     assert seeds.exit_code == 2 and "--seeds 0: at least 1" in seeds.output
     # In the pipeline's environment there is no torch: the command says where it runs.
-    no_torch = CliRunner().invoke(app, ["evaluate", str(release), "--model", str(tmp_path)])
+    no_torch = CliRunner().invoke(app, ["evaluate-models", str(release), "--model", str(tmp_path)])
     assert no_torch.exit_code == 2 and "make setup-eval" in no_torch.output
-    in_eval = ["-m", "knowref60k", "evaluate", str(release), "--model", str(tmp_path / "none")]
+    in_eval = ["-m", "knowref60k", "evaluate-models", str(release), "--model", str(tmp_path / "none")]
     if EVAL_PYTHON.is_file():
         env = {**OFFLINE, "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
         result = subprocess.run(

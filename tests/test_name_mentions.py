@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.prepare.name_mentions import (
     NAME_IN_OTHER_NAME,
     NAME_OF_BOTH,
@@ -18,6 +17,7 @@ from knowref60k.prepare.name_mentions import (
 from knowref60k.prepare.perturb import perturb
 from knowref60k.prepare.preparer import Preparer
 from knowref60k.prepare.stages.name_mentions import NameMention
+from knowref60k.settings.effective import RunConfig
 from tests.test_prepare import POOLS, candidates_file, check_item, handmade
 
 
@@ -168,7 +168,7 @@ def test_name_mention_drops_are_counted_in_the_prepare_funnel(tmp_path: Path) ->
         ),
     ]
     source = candidates_file(tmp_path / "c" / "RC_2099-06.candidates.parquet", rows)
-    with Preparer(load_run_prepare_config(), tmp_path / "index.sqlite") as preparer:
+    with Preparer(RunConfig.load().prepare, tmp_path / "index.sqlite") as preparer:
         report = preparer.prepare_file(source, tmp_path / "items")
     assert report.stats["name_mention"].dropped == {NAME_OF_BOTH: 1, NAME_IN_OTHER_NAME: 1}
     # Dropped before de-duplication, so the index never keeps an item that was not made.

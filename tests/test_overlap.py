@@ -9,8 +9,8 @@ import pytest
 
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import iter_line_chunks, iter_lines, open_input
-from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.overlap.index import ItemParser, OverlapIndex, analyse
+from knowref60k.settings.effective import RunConfig
 from tests.conftest import shared_file
 
 TABLE_4 = [
@@ -118,7 +118,7 @@ def test_score_command_adds_scores_and_flags(tmp_path: Path, extractor: Candidat
     assert len(rows) == 1
     candidates = tmp_path / "t.candidates.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=CANDIDATE_SCHEMA), candidates)
-    with Preparer(load_run_prepare_config(), tmp_path / "dedup.sqlite") as preparer:
+    with Preparer(RunConfig.load().prepare, tmp_path / "dedup.sqlite") as preparer:
         items = preparer.prepare_file(candidates, tmp_path).rows_path
     index = OverlapIndex(tmp_path / "ix", create=True)
     index.add([LONG, "I like turtles."])

@@ -19,10 +19,9 @@ from knowref60k.core.config import TARGET_PRONOUNS, PrepareConfig
 from knowref60k.core.names import GENDERS, perturbation_pool
 from knowref60k.core.stage import chain
 from knowref60k.extract.persons import TITLES
-from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import DedupIndex
 from knowref60k.prepare.name_mentions import name_mentions
-from knowref60k.prepare.preparer import STAGES
+from knowref60k.prepare.preparer import FileInputs, built_stages
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.quality.gold import GOLD_DIR, GOLD_FILE
 from knowref60k_annotation.tasks import ORDER_SEED, resolution_task
@@ -70,8 +69,8 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, A
     config = PrepareConfig(validity_threshold=0.0)
     pools = {gender: perturbation_pool(gender, config.gender_ambiguity_share) for gender in GENDERS}
     index = DedupIndex(tmp_path_factory.mktemp("index") / "dedup.sqlite", config)
-    context = PrepareContext(config, index, pools, validity_threshold=0.0, input_name="gold")
-    stages = [stage(context) for stage in STAGES if stage is not Deduplicate]
+    inputs = FileInputs(0.0, config.seed, index, pools, "gold", Counter())
+    stages = built_stages(inputs, skip=(Deduplicate,))
     items = list(chain(stages, rows))
     index.__exit__()
     return items, stages, len(rows)

@@ -17,10 +17,10 @@ from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.core.names import load_first_names, perturbation_pool
 from knowref60k.extract.pipeline import CandidateExtractor
 from knowref60k.ingest.readers import LineChunk, iter_line_chunks, iter_lines, open_input
-from knowref60k.labelling.config import load_run_prepare_config
 from knowref60k.prepare.dedup import DedupIndex, normalise
 from knowref60k.prepare.perturb import draw_names, item_seed, perturb
 from knowref60k.prepare.preparer import Preparer
+from knowref60k.settings.effective import RunConfig
 from tests.conftest import shared_file
 
 POOLS = {gender: perturbation_pool(gender, 0.1) for gender in ("male", "female")}
@@ -244,7 +244,7 @@ def test_a_failure_mid_file_rolls_back_the_dedup_index(
 
     monkeypatch.setattr(knowref60k.prepare.stages.perturb, "perturb", fails_on_the_third)
     index_path = tmp_path / "dedup.sqlite"
-    with Preparer(load_run_prepare_config(), index_path) as preparer:
+    with Preparer(RunConfig.load().prepare, index_path) as preparer:
         with pytest.raises(RuntimeError, match="disk full"):
             preparer.prepare_file(january, tmp_path / "items")
         assert [p.name for p in (tmp_path / "items").iterdir()] == []  # no items file, not even a partial
@@ -337,7 +337,7 @@ def test_not_a_candidates_file_is_a_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "x.candidates.parquet"
     bad.write_text("not parquet")
     with (
-        Preparer(load_run_prepare_config(), tmp_path / "i.sqlite") as preparer,
+        Preparer(RunConfig.load().prepare, tmp_path / "i.sqlite") as preparer,
         pytest.raises(UserError, match="not a Parquet"),
     ):
         preparer.prepare_file(bad, tmp_path / "out")
@@ -352,7 +352,7 @@ def test_items_whose_other_gender_pronoun_would_dangle_are_dropped_and_counted(t
         handmade(fine, "Paul", "Mary", "she", "female", "fine"),
     ]
     source = candidates_file(tmp_path / "c" / "RC_2099-05.candidates.parquet", rows)
-    with Preparer(load_run_prepare_config(), tmp_path / "index.sqlite") as preparer:
+    with Preparer(RunConfig.load().prepare, tmp_path / "index.sqlite") as preparer:
         report = preparer.prepare_file(source, tmp_path / "items")
     assert report.stats["pronoun_gender"].dropped == {"other_gender_pronoun": 1}
     assert [item["candidate_id"] for item in pq.read_table(report.rows_path).to_pylist()] == ["fine"]

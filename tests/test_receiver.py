@@ -28,10 +28,10 @@ from knowref60k_annotation.accounts import create_accounts
 from knowref60k_annotation.client import LabelStudioClient
 from knowref60k_annotation.collect import collect
 from knowref60k_annotation.database import POSTGRES_PORT_OFFSET, LocalPostgres, postgres_bin
+from knowref60k_annotation.environment import label_studio_program
 from knowref60k_annotation.receiver import Receiver, ReceiverProcess, ReceiverServer, TaskQueue, handler_for
 from knowref60k_annotation.server import (
     APPLICATION_DIR,
-    LABEL_STUDIO,
     Server,
     label_studio_package_dir,
     settle_url,
@@ -476,7 +476,7 @@ def test_slash_less_api_paths_are_routed_once_by_label_studios_own_url_table(tmp
         "print(json.dumps([app.application({'PATH_INFO': p}, None)[0] for p in sys.argv[1:]]))"
     )
     done = subprocess.run(
-        [str(LABEL_STUDIO.parent / "python"), "-c", program, *paths],
+        [str(label_studio_program().parent / "python"), "-c", program, *paths],
         env=server.environment() | {"PYTHONPATH": f"{label_studio_package_dir()}:{APPLICATION_DIR}"},
         capture_output=True,
         text=True,
@@ -577,16 +577,19 @@ def test_a_database_label_studio_cannot_use_is_refused_naming_the_file(tmp_path:
 def test_the_pipeline_refuses_a_bad_labelstudio_table_before_reading_the_dumps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from knowref60k_flows.pipeline import main
+    from typer.testing import CliRunner
+
+    from knowref60k.cli.app import app
 
     config = tmp_path / "k.toml"
     config.write_text('[labelstudio]\ndatabase = "foo://"\n')
     dump = tmp_path / "RC_x.ndjson"
     dump.write_text('{"id": "a", "body": "Hello there."}\n')
     out = tmp_path / "out"
-    assert main([str(dump), "--out", str(out), "--config", str(config), "--label-studio"]) == 2
-    printed = capsys.readouterr()
-    assert "k.toml: Label Studio's database must be" in " ".join((printed.out + printed.err).split())
+    arguments = ["run", str(dump), "--out", str(out), "--config", str(config), "--label-studio"]
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 2
+    assert "k.toml: Label Studio's database must be" in " ".join(result.output.split())
     assert not out.exists()
 
 

@@ -144,16 +144,14 @@ def test_candidates_held_below_the_threshold_can_be_sent_later(tmp_path: Path) -
 
 
 def test_the_default_threshold_is_the_cost_models_above_the_models_recall_floor() -> None:
-    from knowref60k.labelling.config import LabellingConfig, chosen_levels, load_run_prepare_config
-    from knowref60k.prepare.preparer import validity_threshold
+    from knowref60k.labelling.config import LabellingConfig, chosen_levels
+    from knowref60k.settings.effective import RunConfig
 
     model = orjson.loads(VALIDITY_MODEL.read_bytes())
     levels = chosen_levels(LabellingConfig())
     assert levels is not None
-    assert validity_threshold(load_run_prepare_config()) == levels.threshold
-    assert validity_threshold(PrepareConfig(validity_threshold=0.25)) == 0.25
-    with pytest.raises(ValueError, match="chosen by cost"):
-        validity_threshold(PrepareConfig())
+    assert RunConfig.load().prepare.validity_threshold == levels.threshold
+    assert PrepareConfig(validity_threshold=0.25).validity_threshold == 0.25
     assert 0.0 < model["threshold"] <= levels.threshold <= levels.skip
 
 

@@ -16,10 +16,10 @@ from knowref60k.core.versioning import code_fingerprint, data_fingerprint
 from knowref60k_annotation.roster import Account, load_accounts, roles, save_accounts
 from knowref60k_annotation.server import Server
 from knowref60k_annotation.settings import (
-    DEMO_STATE_DIR,
     KEYS,
-    STATE_DIR,
     Settings,
+    default_demo_state_dir,
+    default_state_dir,
     demo_settings,
     load_settings,
     read_env_file,
@@ -131,8 +131,8 @@ def test_the_demo_has_a_label_studio_of_its_own(tmp_path: Path, monkeypatch: pyt
         settings.api_key,
     )
     # another port, and another data folder: the real project's annotators never see the demo's
-    assert Server(demo).data_dir == DEMO_STATE_DIR / "data" != Server(settings).data_dir
-    assert DEMO_STATE_DIR != STATE_DIR
+    assert Server(demo).data_dir == default_demo_state_dir() / "data" != Server(settings).data_dir
+    assert default_demo_state_dir() != default_state_dir()
     monkeypatch.setenv("KNOWREF60K_DEMO_LABEL_STUDIO_URL", "http://127.0.0.1:9999/")
     assert demo_settings(settings).url == "http://127.0.0.1:9999"
 

@@ -16,6 +16,7 @@ import pytest
 import zstandard
 
 from knowref60k.core.privacy import USER_MENTION, names_a_user
+from knowref60k.settings.effective import RunConfig
 from knowref60k_flows.pipeline import pipeline_flow
 from tests.conftest import shared_file
 
@@ -59,7 +60,7 @@ def test_no_username_from_the_shared_samples_reaches_an_item_or_a_quarantine_fil
                 out.write(orjson.dumps(record) + b"\n")
                 damaged = {**record, "id": f"{record.get('id')}-damaged", "created_utc": [record["body"]]}
                 out.write(orjson.dumps(damaged) + b"\n")
-    run = pipeline_flow([str(dump)], str(tmp_path / "out"))
+    run = pipeline_flow([str(dump)], str(tmp_path / "out"), RunConfig.load())
     (extracted,) = run["extract"]["files"]
     stats = orjson.loads(Path(extracted["stats_path"]).read_bytes())["stats"]["stages"]
     assert stats["read"]["dropped"] == {"quarantined:bad_created_utc": found}

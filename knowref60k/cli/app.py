@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-
-# typer carries its own copy of click: its command line errors are of these classes, not click's.
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
 from knowref60k.cli import (
@@ -30,6 +30,12 @@ from knowref60k.cli import (
 from knowref60k.cli import eval as eval_command
 from knowref60k.cli.common import Interrupted, console
 from knowref60k.cli.overlap import overlap_app
+from knowref60k.core.paths import HOME_VARIABLE
+
+# typer carries its own copy of click and exports only the base class of its command line errors
+# (`typer.TyperException`); "no arguments, so the help" is one of them, told apart by its name, as typer's
+# own rich_utils does, rather than imported from the private `typer._click`.
+NO_ARGS_IS_HELP = "NoArgsIsHelpError"
 
 
 class ExitCodeOfTheSignal(TyperGroup):
@@ -53,10 +59,10 @@ class ExitCodeOfTheSignal(TyperGroup):
             return super().main(args, standalone_mode=False, **kwargs)
         try:
             code = super().main(args, standalone_mode=False, **kwargs)
-        except NoArgsIsHelpError as error:
-            error.show()
-            sys.exit(error.exit_code)
-        except ClickException as error:
+        except typer.TyperException as error:
+            if type(error).__name__ == NO_ARGS_IS_HELP:
+                typer.echo(error.format_message(), err=True)
+                sys.exit(error.exit_code)
             context = getattr(error, "ctx", None)
             where = f" (see '{context.command_path} --help')" if context is not None else ""
             typer.echo(f"error: {error.format_message()}{where}", err=True)
@@ -92,7 +98,19 @@ def main(
     version: Annotated[
         bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version.")
     ] = False,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            metavar="DIR",
+            help=f"Folder of your state: the Label Studio folders and logins (.env), the Prefect home, "
+            f"the outputs of demo and serve (default: ${HOME_VARIABLE}, else the working folder). Set as "
+            f"{HOME_VARIABLE} for the command and the processes it starts.",
+        ),
+    ] = None,
 ) -> None:
+    if home is not None:
+        os.environ[HOME_VARIABLE] = str(home.expanduser().absolute())
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )
@@ -113,11 +131,32 @@ app.command()(cost.cost)
 app.command()(release.release)
 app.command()(stats.stats)
 app.command()(debias.debias)
-app.command(name="eval")(eval_command.evaluate_recall)
-app.command(name="evaluate")(evaluate.evaluate_models)
+app.command(name="measure-extraction")(eval_command.evaluate_recall)
+app.command(name="evaluate-models")(evaluate.evaluate_models)
 app.command(name="setup-model")(setup_model.setup_model)
 app.command()(config.config)
 app.add_typer(overlap_app, name="overlap")
+
+
+def deprecated(command: Callable[..., None], old: str, new: str) -> Callable[..., None]:
+    """`command` under its old name: the same options, and a one-line notice on stderr first."""
+
+    @functools.wraps(command)
+    def alias(*args: Any, **kwargs: Any) -> None:
+        typer.echo(
+            f"note: `knowref60k {old}` is deprecated and will be removed in the next release; "
+            f"use `knowref60k {new}`",
+            err=True,
+        )
+        command(*args, **kwargs)
+
+    alias.__doc__ = f"Deprecated name of `{new}` (removed in the next release)."
+    return alias
+
+
+# The old names, hidden from the help, until the next release.
+app.command(name="eval", hidden=True)(deprecated(eval_command.evaluate_recall, "eval", "measure-extraction"))
+app.command(name="evaluate", hidden=True)(deprecated(evaluate.evaluate_models, "evaluate", "evaluate-models"))
 
 
 # The project's other parts add their commands through this entry-point group (pyproject.toml): the Label

@@ -3,15 +3,11 @@ recur, and the one way a user error ends a command (one line, exit code 2)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib
-import os
 import signal
-import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.progress import (
@@ -26,11 +22,24 @@ from rich.progress import (
 
 from knowref60k.core.console import make_console
 from knowref60k.core.errors import UserError, storage_error
-from knowref60k.core.paths import BENCHMARKS_DIR
 
 console = make_console(stderr=True)
 
-ConfigOption = Annotated[Path | None, typer.Option("--config", help="TOML file with an [extract] table.")]
+
+def config_option(*tables: str) -> Any:
+    """The `--config` option of a command that reads `tables` of the TOML file (its help names them):
+    `config: Annotated[Path | None, config_option("prepare", "labelling", "cost")] = None`."""
+    named = [f"[{table}]" for table in tables]
+    listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+    return typer.Option(
+        "--config", help=f"TOML config file; this command reads its {listed} table{'s' * (len(named) > 1)}."
+    )
+
+
+ExtractConfigOption = Annotated[Path | None, config_option("extract")]
+LabellingConfigOption = Annotated[Path | None, config_option("labelling")]
+# The validity threshold and the labelling levels, settled together by the cost model.
+LevelsConfigOption = Annotated[Path | None, config_option("prepare", "labelling", "cost")]
 ModelOption = Annotated[
     str | None,
     typer.Option(
@@ -38,14 +47,21 @@ ModelOption = Annotated[
     ),
 ]
 BenchmarksOption = Annotated[
-    Path,
+    Path | None,
     typer.Option(
         "--benchmarks",
-        help="Known benchmarks (WSC-273, DPR, WinoGrande) for the 13-gram check.",
-        show_default="../shared/data/benchmarks",
+        help="Folder of the known benchmarks (WSC-273, DPR, WinoGrande), e.g. ../shared/data/benchmarks.",
     ),
 ]
-DEFAULT_BENCHMARKS = BENCHMARKS_DIR
+# Nothing outside the package is read unless the user names it.
+DEFAULT_BENCHMARKS = None
+
+
+def named_benchmarks(benchmarks: Path | None, needed_for: str) -> Path:
+    """The benchmarks folder a command was given, or a one-line error naming the option."""
+    if benchmarks is None:
+        raise UserError(f"{needed_for} needs --benchmarks: the folder of the known benchmarks")
+    return benchmarks
 
 
 def fail(error: Exception) -> typer.Exit:
@@ -85,36 +101,6 @@ def progress_bar(in_bytes: bool = True) -> Progress:
     )
 
 
-def add_forwarded(
-    app: typer.Typer,
-    name: str,
-    target: str,
-    summary: str,
-    environment: Callable[[], Mapping[str, str]] = dict,
-) -> None:
-    """Add `name` to `app` as a command whose arguments go, as given, to the command line at `target`
-    ("module:function", taking the argument list and returning an exit code), imported only when the
-    command runs: the flows import Prefect, which every other command would otherwise wait for.
-    `environment()`: variables it runs with unless already set (before the import).
-    `knowref60k NAME --help` is that command line's own help."""
-
-    def command(context: typer.Context) -> None:
-        for variable, value in environment().items():
-            os.environ.setdefault(variable, value)
-        module, function = target.split(":")
-        main = getattr(importlib.import_module(module), function)
-        with as_its_own_program(context.command_path), user_errors():
-            code = main(list(context.args))
-        raise typer.Exit(code=code)
-
-    command.__doc__ = summary
-    app.command(
-        name,
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        add_help_option=False,
-    )(command)
-
-
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C, or SIGTERM (what Prefect, systemd and Docker send): what the command started is stopped,
     unfinished outputs removed (a rerun redoes that file), one line printed."""
@@ -130,26 +116,16 @@ def terminated(signum: int, frame: object) -> None:
 
 
 @contextlib.contextmanager
-def as_its_own_program(command_path: str) -> Iterator[None]:
-    """Run a forwarded command line as it runs on its own (`python -m ...`): Python's own Ctrl-C, and
-    SIGTERM as a Ctrl-C, so that what it started (a Prefect server, a Label Studio) is stopped on the way
-    out, not through the extraction's handler; its usage named `knowref60k COMMAND`, and a mistake in its
-    arguments one line, exit code 2, as every other command's."""
-
-    def one_line(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-        typer.echo(f"error: {message} (see '{command_path} --help')", err=True)
-        raise SystemExit(2)
-
+def stopping_what_it_starts() -> Iterator[None]:
+    """Ctrl-C and SIGTERM as an `Interrupted` raised where the command is, with no line of the
+    extraction's handler: a command that starts a server (Prefect's, Label Studio, the vote receiver)
+    stops it in its `finally` on the way out, and ends with 128 + the signal's number. The handlers
+    before are put back afterwards."""
     handlers = {stop: signal.getsignal(stop) for stop in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, terminated)
-    program, error = sys.argv[0], argparse.ArgumentParser.error
-    sys.argv[0] = command_path
-    argparse.ArgumentParser.error = one_line  # type: ignore[method-assign,assignment]
+    for stop in handlers:
+        signal.signal(stop, terminated)
     try:
         yield
     finally:
-        argparse.ArgumentParser.error = error  # type: ignore[method-assign]
-        sys.argv[0] = program
         for stop, handler in handlers.items():
             signal.signal(stop, handler)

@@ -7,37 +7,40 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knowref60k.cli.common import ConfigOption, console, user_errors
+from knowref60k.cli.common import LevelsConfigOption, console, user_errors
 from knowref60k.core.errors import UserError
 
 
 def cost(
-    config: ConfigOption = None,
+    config: LevelsConfigOption = None,
     step: Annotated[float, typer.Option(min=0.01, max=0.5, help="Step between the thresholds shown.")] = 0.05,
 ) -> None:
     """The cost curve (threshold -> expected precision, valid per million comments, votes, person- and
     CPU-seconds per kept valid item) and the levels chosen from the [cost] table."""
-    from knowref60k.core.config import load_prepare_config, load_section
-    from knowref60k.labelling.config import LabellingConfig, file_levels
-    from knowref60k.labelling.cost_model import load_cost_config, read_calibration
+    from knowref60k.labelling.cost_model import read_calibration
     from knowref60k.labelling.levels import Pinned, cost_curve
+    from knowref60k.settings.effective import RunConfig, left_to_cost
 
     with user_errors():
-        costs = load_cost_config(config)
-        threshold_set = load_prepare_config(config).validity_threshold >= 0
-        labelling = load_section(LabellingConfig, config, "labelling", {})
+        run = RunConfig.load(config)
+        costs, labelling, levels = run.cost, run.labelling, run.levels
         calibration = read_calibration()
-        levels = file_levels(config, labelling)
         if calibration is None or levels is None:
             raise UserError(
-                "no calibration (data/scorer/calibration.json): `knowref60k eval` writes one to copy there"
+                "no calibration (data/scorer/calibration.json): `knowref60k measure-extraction` writes one "
+                "to copy there"
             )
-        pins = (labelling.skip_screening_above, labelling.careful_screening_below)
-        pinned = Pinned(None, *(level if level >= 0 else None for level in pins))
+        # The curve varies the threshold around the screening levels the file sets (the others chosen).
+        pins = {key: not left_to_cost(config, "labelling", key) for key in LEVELS}
+        pinned = Pinned(None, *(getattr(labelling, key) if pins[key] else None for key in LEVELS))
         thresholds = tuple(round(i * step, 4) for i in range(round(1 / step) + 1))
         curve = cost_curve(calibration, labelling.rules, costs, pinned, thresholds)
     console.print(curve_table(curve, levels, costs))
-    console.print(chosen_text(levels, costs, threshold_set))
+    console.print(chosen_text(levels, costs, not left_to_cost(config, "prepare", "validity_threshold")))
+
+
+# The screening levels a file may set or leave to the cost model.
+LEVELS = ("skip_screening_above", "careful_screening_below")
 
 
 def _level(level: float) -> str:

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from knowref60k.cli.common import ConfigOption, ModelOption, console, user_errors
+from knowref60k.cli.common import ExtractConfigOption, ModelOption, console, user_errors
 from knowref60k.core.config import ANTECEDENT_RULES, PERSON_DETECTION_MODES, load_config
 from knowref60k.core.model_file import recall_floor
 from knowref60k.core.paths import CALIBRATION
@@ -26,14 +26,18 @@ SENT_PRECISION, SENT_PER_MILLION = 0.93, 30.0
 
 
 def evaluate_recall(
-    items: Annotated[Path, typer.Option(help="KnowRef (2019) items JSON.")] = Path(
-        "../shared/data/knowref2019/knowref2019_reddit_items.json"
-    ),
-    gold: Annotated[Path, typer.Option(help="Judged Reddit sentences (data/eval/README.md).")] = Path(
-        "data/eval/reddit_gold.jsonl"
-    ),
+    items: Annotated[
+        Path,
+        typer.Option(
+            help="KnowRef (2019) items JSON, e.g. ../shared/data/knowref2019/knowref2019_reddit_items.json."
+        ),
+    ],
+    gold: Annotated[
+        Path | None,
+        typer.Option(help="Judged Reddit sentences (default: the gold set installed with the package)."),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder for eval.json and the curve.")] = Path("output/eval"),
-    config: ConfigOption = None,
+    config: ExtractConfigOption = None,
     model: ModelOption = None,
     compare: Annotated[
         bool, typer.Option(help="Also compare person detection modes and antecedent rules.")
@@ -42,13 +46,14 @@ def evaluate_recall(
     """Recall, the rules' precision and yield, and the validity score's curve, targets and ablation."""
     from knowref60k.extract.nlp import resolve_model_name
     from knowref60k.quality.evaluation import evaluate, evaluate_modes, load_reference
-    from knowref60k.quality.gold import gold_metadata, load_gold, score_gold
+    from knowref60k.quality.gold import GOLD_FILE, gold_metadata, load_gold, score_gold
     from knowref60k.quality.score_eval import RULES
 
     with user_errors():
         settings = load_config(config, model=model)
         model_name = resolve_model_name(settings.model)
         reference = load_reference(items)
+        gold = gold or GOLD_FILE
         gold_items = load_gold(gold)
         comments = gold_metadata(gold)["source_comments"]
         threshold = recall_floor()

@@ -39,7 +39,9 @@ def evaluate_models(
     device: Annotated[str, typer.Option(help="cpu, or cuda where a GPU is.")] = "cpu",
     dtype: Annotated[str, typer.Option(help="float32, float16 or bfloat16.")] = "float32",
     batch_size: Annotated[int, typer.Option(help="Problems scored per forward pass.")] = 8,
-    benchmarks: Annotated[Path, typer.Option(help="Folder of the known benchmarks.")] = DEFAULT_BENCHMARKS,
+    benchmarks: Annotated[
+        Path | None, typer.Option(help="Folder of the known benchmarks, e.g. ../shared/data/benchmarks.")
+    ] = DEFAULT_BENCHMARKS,
     overlap_index: Annotated[
         Path | None, typer.Option(help="Overlap index (`overlap index`) for the BM25 > 0 / = 0 subsets.")
     ] = None,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from knowref60k.cli.common import (
-    ConfigOption,
+    ExtractConfigOption,
     ModelOption,
     advance,
     console,
@@ -30,7 +30,7 @@ def extract(
         typer.Argument(metavar="DUMP", help="Dumps: .zst/.gz/.bz2/.xz or plain NDJSON or text."),
     ],
     out: Annotated[Path, typer.Option("--out", help="Folder for candidates, stats and quarantine files.")],
-    config: ConfigOption = None,
+    config: ExtractConfigOption = None,
     model: ModelOption = None,
     workers: Annotated[
         int, typer.Option(help="Worker processes for the spaCy work (at most the CPU cores).")

@@ -17,6 +17,7 @@ from knowref60k.cli.common import (
     ModelOption,
     advance,
     console,
+    named_benchmarks,
     progress_bar,
     user_errors,
 )
@@ -32,10 +33,11 @@ overlap_app = typer.Typer(
 IndexOption = Annotated[Path, typer.Option("--index", help="Folder of the overlap index.")]
 
 
-def overlap_audit(index: Path, benchmarks: Path, model: str | None) -> Any:
+def overlap_audit(index: Path, benchmarks: Path | None, model: str | None) -> Any:
     from knowref60k.overlap.audit import OverlapAudit
 
-    return OverlapAudit.load(index, benchmarks, load_config(None, model=model).model)
+    folder = named_benchmarks(benchmarks, "the 13-gram check against known benchmarks")
+    return OverlapAudit.load(index, folder, load_config(None, model=model).model)
 
 
 @overlap_app.command("index")

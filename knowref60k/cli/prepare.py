@@ -9,7 +9,7 @@ import orjson
 import typer
 
 from knowref60k.cli.common import (
-    ConfigOption,
+    LevelsConfigOption,
     console,
     progress_bar,
     user_errors,
@@ -29,7 +29,7 @@ def prepare(
             "index they were held back against (their prepare report names it), else OUT/dedup-index.sqlite."
         ),
     ] = None,
-    config: ConfigOption = None,
+    config: LevelsConfigOption = None,
     seed: Annotated[int | None, typer.Option(help="Global perturbation seed.")] = None,
     validity_threshold: Annotated[
         float | None,
@@ -43,8 +43,8 @@ def prepare(
 ) -> None:
     """De-duplicate candidates against every dump seen so far, then give both antecedents new names."""
     from knowref60k.core.io import output_folder
-    from knowref60k.labelling.config import load_run_prepare_config
     from knowref60k.prepare.preparer import Preparer, candidate_files, prepare_stats
+    from knowref60k.settings.effective import RunConfig
 
     with user_errors():
         files = candidate_files(candidates)
@@ -52,7 +52,8 @@ def prepare(
             console.print(
                 f"{len(candidates) - len(files)} repeated candidates file(s) left out: each is prepared once"
             )
-        settings = load_run_prepare_config(config, seed=seed, validity_threshold=validity_threshold)
+        # Every level resolved here, at the command's entry: prepare gets a concrete threshold.
+        settings = RunConfig.load(config).prepare_given(seed=seed, validity_threshold=validity_threshold)
         index_path = index or held_back_against(files) or out / "dedup-index.sqlite"
         output_folder(out)
         total = prepare_stats()

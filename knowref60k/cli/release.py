@@ -11,6 +11,7 @@ from knowref60k.cli.common import (
     DEFAULT_BENCHMARKS,
     BenchmarksOption,
     ModelOption,
+    config_option,
     console,
     user_errors,
 )
@@ -22,7 +23,7 @@ VersionOption = Annotated[str, typer.Option("--version", help="Release version, 
 RunOption = Annotated[Path, typer.Option(help="Pipeline folder with candidates/ and items/.")]
 VotesOption = Annotated[Path, typer.Option(help="votes.parquet from `annotate collect`.")]
 OutOption = Annotated[Path, typer.Option(help="Folder of releases.")]
-RulesOption = Annotated[Path | None, typer.Option("--config", help="TOML file with a [labelling] table.")]
+RulesOption = Annotated[Path | None, config_option("labelling", "cost")]
 KeepOption = Annotated[int | None, typer.Option(help="Resolution votes that must agree to keep an item (4).")]
 VotesPerItemOption = Annotated[int | None, typer.Option(help="The most resolution votes an item gets (5).")]
 FifthOption = Annotated[bool | None, typer.Option("--fifth-vote", help="Kept items waited for all votes.")]

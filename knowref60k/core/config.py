@@ -164,8 +164,9 @@ class ExtractConfig:
 MOST_PERMUTATIONS = 1024
 
 
-# A level left to the cost model (knowref60k.labelling.levels) in the file's tables.
-LEVEL_CHOSEN_BY_COST = -1.0
+# How earlier config files left a level to the cost model; leaving the key out says the same now. Only
+# the file layer reads it (`level_in_file`): the settings handed to a phase hold concrete levels.
+LEGACY_CHOSEN_BY_COST = -1
 
 
 @dataclass(frozen=True)
@@ -178,9 +179,9 @@ class PrepareConfig:
     shingle_words: int = 3
     # A name borne by the other gender more than this share of the time is not drawn.
     gender_ambiguity_share: float = 0.1
-    # Candidates with a validity score below this are held back; -1: the level chosen by cost
-    # (knowref60k.labelling.levels, resolved by knowref60k.labelling.config.load_run_prepare_config).
-    validity_threshold: float = LEVEL_CHOSEN_BY_COST
+    # Candidates with a validity score below this are held back (0: none is). A config file that leaves it
+    # out has it chosen by cost: knowref60k.settings puts that choice here before prepare runs.
+    validity_threshold: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0 < self.near_duplicate_threshold <= 1:
@@ -194,10 +195,10 @@ class PrepareConfig:
             )
         if not 0 <= self.gender_ambiguity_share <= 1:
             raise UserError(f"gender_ambiguity_share must be in [0, 1], not {self.gender_ambiguity_share}")
-        if not (0 <= self.validity_threshold <= 1 or self.validity_threshold == LEVEL_CHOSEN_BY_COST):
+        if not 0 <= self.validity_threshold <= 1:
             raise UserError(
-                f"validity_threshold must be a score in [0, 1] or -1 (chosen by cost), not "
-                f"{self.validity_threshold}"
+                f"validity_threshold must be a score in [0, 1] (or, in a config file, left out to be chosen "
+                f"by cost), not {self.validity_threshold}"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -231,14 +232,42 @@ def is_installed(model: str) -> bool:
 
 
 def load_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
-    """Defaults, then the TOML file's `[prepare]` table, then explicit overrides."""
-    return load_section(PrepareConfig, path, "prepare", overrides)
+    """Defaults, then the TOML file's `[prepare]` table, then explicit overrides. A threshold the file
+    leaves to the cost model is not read from it: a run's settings (knowref60k.settings.effective.RunConfig)
+    give the cost model's choice as an override."""
+    left = ("validity_threshold",) if file_threshold(path) is None else ()
+    return load_section(PrepareConfig, path, "prepare", overrides, left_to_cost=left)
 
 
-def load_section(kind: type[T], path: Path | None, section: str, overrides: dict[str, Any]) -> T:
-    """A settings dataclass from its defaults, then the TOML file's `[section]` table, then the
-    environment's overrides of it, then the overrides that were given."""
+def file_threshold(path: Path | None) -> float | None:
+    """The validity threshold the file's `[prepare]` table sets, checked; None where it leaves it to the
+    cost model (or there is no file)."""
+    if path is None or level_in_file(path, "prepare", "validity_threshold") is None:
+        return None
+    return load_section(PrepareConfig, path, "prepare", {}).validity_threshold
+
+
+def level_in_file(path: Path, section: str, key: str) -> Any:
+    """A level as the file's `[section]` table sets it; None where the file leaves it to the cost model:
+    the key left out, or -1 (the spelling of earlier files, still accepted). Any other value is returned
+    as it is, for the settings' own checks to judge."""
+    value = file_table(path, section).get(key)
+    chosen = value is None or (type(value) in (int, float) and value == LEGACY_CHOSEN_BY_COST)
+    return None if chosen else value
+
+
+def load_section(
+    kind: type[T],
+    path: Path | None,
+    section: str,
+    overrides: dict[str, Any],
+    left_to_cost: tuple[str, ...] = (),
+) -> T:
+    """A settings dataclass from its defaults, then the TOML file's `[section]` table (less the keys in
+    `left_to_cost`, which the settings layer fills in), then the environment's overrides of it, then the
+    overrides that were given."""
     values = file_table(path, section) if path is not None else {}
+    values = {key: value for key, value in values.items() if key not in left_to_cost}
     return _built(kind, path, values, {**environment_values(kind, section), **_given(overrides)})
 
 

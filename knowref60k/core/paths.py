@@ -1,15 +1,15 @@
-"""Where the project's own small data lives (name lists, bot lists), and the shared data beside it."""
+"""Where the project's own small data lives (installed with the package), and where a user's state goes."""
 
 from __future__ import annotations
 
 import os
+from importlib.resources import files
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = Path(os.environ.get("KNOWREF60K_DATA_DIR", REPO_ROOT / "data"))
-# The shared data beside the repository (dumps, benchmarks, models): read, never copied in.
-SHARED_DIR = Path(os.environ.get("KNOWREF60K_SHARED_DIR", REPO_ROOT.parent / "shared"))
-BENCHMARKS_DIR = SHARED_DIR / "data" / "benchmarks"
+HOME_VARIABLE = "KNOWREF60K_HOME"
+# Installed with the package (`knowref60k_data`, the checkout's data/ folder): found wherever the package
+# is, never through a checkout's layout. KNOWREF60K_DATA_DIR points the code at another copy.
+DATA_DIR = Path(os.environ.get("KNOWREF60K_DATA_DIR") or str(files("knowref60k_data")))
 # The validity model (tools/scorer/build.py trains it) and its default threshold.
 SCORER_DIR = DATA_DIR / "scorer"
 VALIDITY_MODEL = SCORER_DIR / "validity_model.json"
@@ -21,6 +21,12 @@ SPAN_ADAPTER = SCORER_DIR / "span_adapter.safetensors"
 SPAN_OUT_OF_FOLD = SCORER_DIR / "span_out_of_fold.json"
 # The same fit on a slice of the tuning part, scored on a slice of the held-back part: a quick rebuild check.
 SPAN_SLICE_CHECK = SCORER_DIR / "span_slice_check.json"
+
+
+def home() -> Path:
+    """The folder of a user's state (outputs, the Label Studio folder, `.env`, the Prefect home):
+    `KNOWREF60K_HOME` (`knowref60k --home`), else the working folder."""
+    return Path(os.environ.get(HOME_VARIABLE) or Path.cwd()).absolute()
 
 
 def cache_folder() -> Path:

@@ -1,7 +1,9 @@
 """The stage protocol: a name, the unit it counts, and one method that says keep or the reason to drop.
 
 A pipeline is a list of stage classes. Each stage counts what it saw, forwarded and dropped (by reason)
-in a `StageStats`, so the funnel, its stage names and units all come from that list.
+in a `StageStats`, so the funnel, its stage names and units all come from that list. A stage gets what it
+needs as typed constructor arguments; what it leaves out of its output goes to one of two declared side
+outputs: `quarantined` (input that could not be used) and `set_aside` (input kept for later).
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ class Stage(Generic[In, Out]):
     name: ClassVar[str]
     unit: ClassVar[str]
 
-    def __init__(self, context: Any = None) -> None:
+    def __init__(self) -> None:
         self.stats = StageStats(self.unit)
         # Input that could not be used, kept with its reason (the read stage's unparsable lines).
         self.quarantined: list[QuarantinedLine] = []
+        # Input left out of the output but kept, for the pipeline to write beside it (the candidates the
+        # validity threshold held back).
+        self.set_aside: list[In] = []
 
     def reject(self, item: In) -> str | None:
         """None keeps the item; a string is the reason it is dropped."""
@@ -74,6 +79,11 @@ def chain(stages: Sequence[Stage[Any, Any]], items: Iterable[Any]) -> Iterable[A
 
 def quarantined_by(stages: Iterable[Stage[Any, Any]]) -> list[QuarantinedLine]:
     return [line for stage in stages for line in stage.quarantined]
+
+
+def set_aside_by(stages: Iterable[Stage[Any, Any]]) -> list[Any]:
+    """What the stages set aside, in pipeline order."""
+    return [item for stage in stages for item in stage.set_aside]
 
 
 def collect_stats(stages: Iterable[Stage[Any, Any]], into: PipelineStats) -> PipelineStats:

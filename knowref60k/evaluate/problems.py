@@ -73,13 +73,13 @@ def benchmark_problem(item: BenchmarkItem) -> Problem:
 
 
 def load_problems(
-    target: str, split: str, benchmarks_root: Path, overlap_index: Path | None = None
+    target: str, split: str, benchmarks_root: Path | None, overlap_index: Path | None = None
 ) -> tuple[str, list[Problem]]:
     """What to score: a release folder's split, or a benchmark by name. Returns its kind and problems;
     with an overlap index, each problem's overlap subset is its score against that index (else a
-    release's own audit columns give it)."""
+    release's own audit columns give it). The benchmarks folder is read only for a benchmark or an index."""
     if target in BENCHMARKS:
-        items = read_set(benchmarks_root, target)
+        items = read_set(_named(benchmarks_root, target), target)
         problems, marked = [benchmark_problem(item) for item in items], [item.marked() for item in items]
     else:
         path = Path(target)
@@ -90,8 +90,16 @@ def load_problems(
             raise UserError(f"{target}: the release has no items in its {split} split")
         problems, marked = [release_problem(row) for row in rows], [marked_release_row(row) for row in rows]
     if overlap_index is not None:
-        problems = with_overlap(problems, marked, overlap_index, benchmarks_root)
+        problems = with_overlap(
+            problems, marked, overlap_index, _named(benchmarks_root, "the overlap subsets")
+        )
     return ("benchmark" if target in BENCHMARKS else "release"), problems
+
+
+def _named(benchmarks_root: Path | None, needed_for: str) -> Path:
+    if benchmarks_root is None:
+        raise UserError(f"{needed_for} needs the folder of the known benchmarks (--benchmarks)")
+    return benchmarks_root
 
 
 def with_overlap(

@@ -27,7 +27,7 @@ def require_eval_extra() -> tuple[Any, Any]:
     except ImportError:
         raise UserError(
             "model evaluation needs torch and transformers: `make setup-eval`, then run "
-            "`.venv-eval/bin/python -m knowref60k evaluate ...`"
+            "`.venv-eval/bin/python -m knowref60k evaluate-models ...`"
         ) from None
     return torch, transformers
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TypeVar
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.names import (
@@ -14,6 +15,7 @@ from knowref60k.core.names import (
     reddit_common_words,
     world_first_names,
 )
+from knowref60k.core.stage import Stage
 from knowref60k.extract.cleaning import load_bot_names
 from knowref60k.extract.nlp import Pipeline, WordFinder, pronoun_forms, shared_pipeline
 from knowref60k.extract.scorer import ValidityScorer
@@ -55,3 +57,16 @@ class ExtractContext:
             female_share=female_shares(),
             entity_priors=entity_priors(),
         )
+
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+
+class ExtractStage(Stage[In, Out]):
+    """An extraction stage. The pipeline builds every one with its worker's `ExtractContext` (the spaCy
+    pipeline and word lists load once per worker, not once per stage and chunk); a stage takes from it,
+    in its own constructor, only what it needs."""
+
+    def __init__(self, context: ExtractContext) -> None:
+        super().__init__()

@@ -12,9 +12,9 @@ from typing import Any
 
 from knowref60k.core.config import TARGET_PRONOUNS, ExtractConfig
 from knowref60k.core.records import Candidate, QuarantinedLine
-from knowref60k.core.stage import Stage, chain, collect_stats, quarantined_by
+from knowref60k.core.stage import chain, collect_stats, quarantined_by
 from knowref60k.core.stats import PipelineStats
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import LineBatch, Sentence, character_span
 from knowref60k.extract.stages.antecedents import AntecedentFilter
 from knowref60k.extract.stages.clean import Clean
@@ -30,7 +30,7 @@ from knowref60k.extract.stages.surface import SurfaceFilter
 from knowref60k.extract.stages.triage import Triage
 from knowref60k.ingest.readers import LineChunk
 
-StageClass = type[Stage[Any, Any]]
+StageClass = type[ExtractStage[Any, Any]]
 
 STAGES: tuple[StageClass, ...] = (
     ReadLines,

@@ -10,13 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from knowref60k.core.config import (
-    PrepareConfig,
-    load_prepare_config,
-    load_section,
-    one_of,
-    refuse_bad_choices,
-)
+from knowref60k.core.config import file_threshold, load_section, one_of, refuse_bad_choices
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.controls import DEFAULT_CONTROLS, RESOLUTION_CONTROLS
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config, read_calibration
@@ -38,7 +32,8 @@ class LabellingConfig:
     # Wait for every vote of a kept item, for a 5/5 strength, instead of closing it at 4 agreeing.
     fifth_vote: bool = False
     # Items whose validity score is at least this go to resolution unscreened; a negative value: the
-    # level chosen by cost with the threshold (knowref60k.labelling.levels), above 1: never.
+    # level chosen by cost with the threshold (knowref60k.labelling.levels), above 1: never. A command's
+    # settings (knowref60k.settings.effective.RunConfig) hold the chosen level here, never the marker.
     skip_screening_above: float = -1.0
     # Items whose validity score is below this are screened carefully: `careful_accept_at` "valid" votes
     # accept them, one vote with a reason still rejects them (an invalid item let through costs four or
@@ -179,19 +174,16 @@ class LabellingConfig:
 
 
 def chosen_levels(
-    config: LabellingConfig, threshold: float = -1.0, cost: CostConfig | None = None
+    config: LabellingConfig, threshold: float | None = None, cost: CostConfig | None = None
 ) -> Expected | None:
-    """The levels of `config` and the validity `threshold` (negative ones chosen by cost) with what they
-    are expected to cost and buy; None without a calibration to choose by."""
+    """The levels of `config` and the validity `threshold` (None and negative levels: chosen by cost; a
+    release's reports say -1 for a threshold they do not know) with what they are expected to cost and buy;
+    None without a calibration to choose by."""
     calibration = read_calibration()
     if calibration is None:
         return None
-    pinned = Pinned(
-        *(
-            level if level >= 0 else None
-            for level in (threshold, config.skip_screening_above, config.careful_screening_below)
-        )
-    )
+    levels = (threshold, config.skip_screening_above, config.careful_screening_below)
+    pinned = Pinned(*(level if level is not None and level >= 0 else None for level in levels))
     return cached_choice(calibration, config.rules, cost or CostConfig(), pinned)
 
 
@@ -220,14 +212,4 @@ def load_labelling_config(path: Path | None = None, **overrides: Any) -> Labelli
 def file_levels(path: Path | None, config: LabellingConfig | None = None) -> Expected | None:
     """The levels the config file sets or leaves to the cost model, with their expected figures."""
     labelling = config or load_section(LabellingConfig, path, "labelling", {})
-    return chosen_levels(labelling, load_prepare_config(path).validity_threshold, load_cost_config(path))
-
-
-def load_run_prepare_config(path: Path | None = None, **overrides: Any) -> PrepareConfig:
-    """The `[prepare]` settings with the validity threshold as it applies: the file's, or the one chosen by
-    cost (0, sending every candidate, without a calibration)."""
-    config = load_prepare_config(path, **overrides)
-    if config.validity_threshold >= 0:
-        return config
-    levels = file_levels(path)
-    return dataclasses.replace(config, validity_threshold=0.0 if levels is None else levels.threshold)
+    return chosen_levels(labelling, file_threshold(path), load_cost_config(path))

@@ -2,7 +2,7 @@
 vote, the machine's seconds per million comments, optional prices, the release's required validity and
 yield), and the calibration the expected figures come from: the gold set's tuning part, each candidate the
 default extraction finds in it with its out-of-fold validity score and its verdict
-(`data/scorer/calibration.json`, written by `knowref60k eval`)."""
+(`data/scorer/calibration.json`, written by `knowref60k measure-extraction`)."""
 
 from __future__ import annotations
 
@@ -134,7 +134,8 @@ def _read_calibration(path: Path, mtime_ns: int, size: int) -> Calibration:
         problem = str(error)
     if problem is not None:
         raise UserError(
-            f"{path}: not a calibration file ({problem}); `knowref60k eval` writes one to copy there"
+            f"{path}: not a calibration file ({problem}); `knowref60k measure-extraction` writes one to copy "
+            "there"
         )
     scored = [(float(score), bool(right)) for score, right in data["candidates"]]
     return calibration_from(scored, data["comments"], float(data["share"]), unclear_share())

@@ -8,7 +8,8 @@ Every expected figure is exact for the calibration (`knowref60k.labelling.cost_m
 scores holds the calibration's valid and invalid candidates, which go through the band's rule as
 `knowref60k.labelling.costs` computes for annotators right `annotator_accuracy` of the time, with the
 resolution gold's share of valid items whose referent is unclear (`Calibration.unclear_share`). A level that
-is set in the config (not -1) is kept as it is, and the others are chosen around it."""
+is set in the config is kept as it is (`Pinned`), and the others are chosen around it; the settings
+(knowref60k.settings.effective.RunConfig) choose them once, when a command reads its config."""
 
 from __future__ import annotations
 

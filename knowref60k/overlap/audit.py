@@ -13,7 +13,6 @@ from typing import Any
 import pyarrow as pa
 
 from knowref60k.core.errors import UserError
-from knowref60k.core.paths import BENCHMARKS_DIR
 from knowref60k.core.records import Span
 from knowref60k.extract.nlp import Pipeline, resolve_model_name
 from knowref60k.overlap.benchmarks import BenchmarkItem, read_benchmarks
@@ -72,9 +71,7 @@ class OverlapAudit:
         self.parser = ItemParser(pipeline)
 
     @classmethod
-    def load(
-        cls, index_dir: Path, benchmarks_dir: Path = BENCHMARKS_DIR, model: str | None = None
-    ) -> OverlapAudit:
+    def load(cls, index_dir: Path, benchmarks_dir: Path, model: str | None = None) -> OverlapAudit:
         """With the spaCy pipeline `model` (default: the first installed default pipeline)."""
         return cls(index_dir, benchmarks_dir, Pipeline(resolve_model_name(model)))
 

@@ -22,9 +22,9 @@ from knowref60k.core.config import ExtractConfig
 from knowref60k.core.io import source_identity, write_json_atomic, write_quarantine
 from knowref60k.core.parallel import WorkerPool
 from knowref60k.core.records import QuarantinedLine
-from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by
+from knowref60k.core.stage import chain, collect_stats, empty_stats, quarantined_by
 from knowref60k.core.stats import PipelineStats, StageStats
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import LineBatch
 from knowref60k.extract.stages.clean import Clean
 from knowref60k.extract.stages.read import ReadLines
@@ -43,7 +43,7 @@ from knowref60k.overlap.index import OverlapIndex
 log = logging.getLogger(__name__)
 
 # The extraction stages that give the corpus its sentences; indexing counts as one more stage.
-SENTENCE_STAGES: tuple[type[Stage[Any, Any]], ...] = (ReadLines, Clean, Split)
+SENTENCE_STAGES: tuple[type[ExtractStage[Any, Any]], ...] = (ReadLines, Clean, Split)
 PROGRESS_FILE = "indexed.json"
 
 

@@ -1,14 +1,17 @@
 """Turn candidate files into annotation-ready items: de-duplicate across all dumps, then perturb names.
 
-Adding a stage is one new module in `stages/` plus one line in `STAGES`.
+Adding a stage is one new module in `stages/` plus one line in `PIPELINE`: the stage's class and the
+explicit arguments it is built with. Prepare takes its settings as concrete values (the validity
+threshold a score, not a level still to choose): it loads no config file.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +29,21 @@ from knowref60k.core.io import (
     read_rows,
     storage_errors,
 )
-from knowref60k.core.names import GENDERS, NAMES_DIR, perturbation_pool
+from knowref60k.core.names import GENDERS, NAMES_DIR, NamePool, perturbation_pool
 from knowref60k.core.runner import FileReport, FileRun, RowSink
-from knowref60k.core.stage import Stage, chain, collect_stats, empty_stats, quarantined_by, stage_modules
+from knowref60k.core.stage import (
+    Stage,
+    chain,
+    collect_stats,
+    empty_stats,
+    quarantined_by,
+    set_aside_by,
+    stage_modules,
+)
 from knowref60k.core.stats import PipelineStats
 from knowref60k.core.versioning import code_fingerprint, data_fingerprint
-from knowref60k.prepare.context import PrepareContext
 from knowref60k.prepare.dedup import SAME_ID, DedupIndex
+from knowref60k.prepare.rows import Row
 from knowref60k.prepare.stages.dedup import Deduplicate
 from knowref60k.prepare.stages.mentions import UserMention
 from knowref60k.prepare.stages.name_mentions import NameMention
@@ -45,15 +56,40 @@ log = logging.getLogger(__name__)
 
 CANDIDATES_SUFFIX = ".candidates.parquet"
 
-STAGES: tuple[type[Stage[Any, Any]], ...] = (
-    Validate,
-    UserMention,
-    ValidityThreshold,
-    NameMention,
-    OtherGenderPronoun,
-    Deduplicate,
-    Perturb,
+
+@dataclass(frozen=True)
+class FileInputs:
+    """The values the stages of one candidates file are built from, each handed to the stage that needs
+    it as an explicit constructor argument (in `PIPELINE`)."""
+
+    threshold: float
+    seed: int
+    index: DedupIndex
+    pools: Mapping[str, NamePool]
+    # The input being prepared (its items file's stem).
+    input_name: str
+    # Filled by de-duplication: candidates left out because their id was kept, by the input that kept it.
+    same_id_origins: Counter[str]
+
+
+StageSpec = tuple[type[Stage[Row, Row]], Callable[[FileInputs], Stage[Row, Row]]]
+
+# The stages in order, one line each: the class, and how it is built.
+PIPELINE: tuple[StageSpec, ...] = (
+    (Validate, lambda _: Validate()),
+    (UserMention, lambda _: UserMention()),
+    (ValidityThreshold, lambda run: ValidityThreshold(run.threshold)),
+    (NameMention, lambda _: NameMention()),
+    (OtherGenderPronoun, lambda _: OtherGenderPronoun()),
+    (Deduplicate, lambda run: Deduplicate(run.index, run.input_name, run.same_id_origins)),
+    (Perturb, lambda run: Perturb(run.pools, run.seed)),
 )
+STAGES: tuple[type[Stage[Row, Row]], ...] = tuple(kind for kind, _ in PIPELINE)
+
+
+def built_stages(inputs: FileInputs, skip: tuple[type[Stage[Row, Row]], ...] = ()) -> list[Stage[Row, Row]]:
+    """The stages of `PIPELINE` built for one file, less those in `skip`."""
+    return [build(inputs) for kind, build in PIPELINE if kind not in skip]
 
 
 def prepare_stats() -> PipelineStats:
@@ -83,16 +119,6 @@ def read_candidates(path: Path) -> Iterator[dict[str, Any]]:
     return read_rows(path, CANDIDATE_SCHEMA.names, "candidates")
 
 
-def validity_threshold(config: PrepareConfig) -> float:
-    """The config's threshold, which must be resolved: a negative one (the cost model's) is chosen with the
-    labelling rules, above this phase (`knowref60k.labelling.config.load_run_prepare_config`)."""
-    if config.validity_threshold < 0:
-        raise ValueError(
-            "validity_threshold -1 is chosen by cost: load the settings with load_run_prepare_config"
-        )
-    return config.validity_threshold
-
-
 def set_aside_path(candidates_path: Path, out_dir: Path) -> Path:
     return out_dir / f"{items_stem(candidates_path)}{HELD_BACK_SUFFIX}"
 
@@ -108,20 +134,21 @@ def prepare_fingerprint(config: PrepareConfig) -> str:
     """What prepare's outputs depend on: the settings (the validity threshold as applied), the code of the
     stages and all they import, and the name lists."""
     code = code_fingerprint(__name__, *stage_modules(STAGES))
-    return f"{config.fingerprint()}-{code}-{data_fingerprint(NAMES_DIR)}-{validity_threshold(config)}"
+    # The threshold again at the end: fingerprints of earlier runs are spelt so, and a changed one would
+    # redo every finished file.
+    return f"{config.fingerprint()}-{code}-{data_fingerprint(NAMES_DIR)}-{config.validity_threshold}"
 
 
 class Preparer:
     """De-duplication against a persistent index, then perturbation (use as a context manager)."""
 
     def __init__(self, config: PrepareConfig, index_path: Path) -> None:
+        """`config`: concrete settings, as a command's RunConfig resolved them (the threshold a score)."""
         self.config = config
         self.index_path = index_path
-        threshold = validity_threshold(config)
         self.fingerprint = prepare_fingerprint(config)
-        pools = {gender: perturbation_pool(gender, config.gender_ambiguity_share) for gender in GENDERS}
+        self.pools = {gender: perturbation_pool(gender, config.gender_ambiguity_share) for gender in GENDERS}
         self.index = DedupIndex(index_path, config)
-        self.context = PrepareContext(config, self.index, pools, threshold)
 
     def __enter__(self) -> Preparer:
         return self
@@ -166,16 +193,15 @@ class Preparer:
         """The items of `run.source` written, and the index's decisions committed with them; the ids left
         out because another input had kept them, by that input."""
         metadata = {"knowref60k.fingerprint": self.fingerprint, "knowref60k.seed": str(self.config.seed)}
-        context = dataclasses.replace(self.context, input_name=items_stem(run.source))
-        stages = [stage(context) for stage in STAGES]
+        inputs = self.file_inputs(items_stem(run.source))
+        stages = built_stages(inputs)
         try:
             with run.writing(ITEM_SCHEMA, metadata, prepare_stats()) as sink:
                 for item in chain(stages, read_candidates(run.source)):
                     sink.write([item])
                 sink.write([], quarantined_by(stages))
                 collect_stats(stages, sink.stats)
-                set_aside = [row for stage in stages for row in getattr(stage, "set_aside", [])]
-                write_set_aside(set_aside_path(run.source, out_dir), set_aside)
+                write_set_aside(set_aside_path(run.source, out_dir), set_aside_by(stages))
             self.index.commit()
         except sqlite3.OperationalError as error:  # a full disk, a database locked by another run
             self.index.rollback()
@@ -183,14 +209,20 @@ class Preparer:
         except BaseException:
             self.index.rollback()
             raise
-        return sink, same_id_origins(run.source, stages)
+        return sink, same_id_origins(run.source, inputs.same_id_origins)
+
+    def file_inputs(self, input_name: str) -> FileInputs:
+        """What the stages of the input `input_name` are built from."""
+        config = self.config
+        return FileInputs(
+            config.validity_threshold, config.seed, self.index, self.pools, input_name, Counter()
+        )
 
 
-def same_id_origins(candidates_path: Path, stages: Iterable[Stage[Any, Any]]) -> dict[str, int]:
+def same_id_origins(candidates_path: Path, counted: Counter[str]) -> dict[str, int]:
     """Candidates left out because their very id was already kept, by the input that kept it; each such
     input is also logged, since a copy of a candidates file under another name is likely a mistake."""
-    dedup = next(stage for stage in stages if isinstance(stage, Deduplicate))
-    origins = dict(sorted(dedup.same_id_origins.items()))
+    origins = dict(sorted(counted.items()))
     for origin, count in origins.items():
         log.warning(
             "%s: %d candidates have the id of an item already kept from %s: left out as %s_duplicate",

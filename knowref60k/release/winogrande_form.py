@@ -3,7 +3,7 @@ options, the answer "1" or "2"), and the lm-evaluation-harness task functions ov
 
 This module imports nothing of knowref60k: `knowref60k release` copies it into every release as
 `lm_eval/utils.py`, so that `lm_eval --include_path RELEASE/lm_eval --tasks knowref60k` needs no other
-file, and `knowref60k evaluate` scores the very same problems.
+file, and `knowref60k evaluate-models` scores the very same problems.
 """
 
 from __future__ import annotations

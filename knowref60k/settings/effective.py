@@ -1,6 +1,10 @@
 """Every table of the TOML config in one object, read from one parse of the file with the environment's
 overrides applied in one place (`knowref60k.core.config`), and where each value came from: the file (its
-line), the environment, the cost model, or the default, as `knowref60k config` prints them."""
+line), the environment, the cost model, or the default, as `knowref60k config` prints them.
+
+`RunConfig.load` is the one loader of a command: it resolves every level at the command's entry, the
+ones the file leaves to the cost model included (the key left out, or -1 as earlier files wrote it), and
+hands each phase settings with concrete levels: prepare gets a threshold in [0, 1], not a marker."""
 
 from __future__ import annotations
 
@@ -15,15 +19,13 @@ from knowref60k.core.config import (
     ExtractConfig,
     PrepareConfig,
     file_table,
+    file_threshold,
+    level_in_file,
     line_of_setting,
     load_config,
+    load_prepare_config,
 )
-from knowref60k.labelling.config import (
-    LabellingConfig,
-    file_levels,
-    load_labelling_config,
-    load_run_prepare_config,
-)
+from knowref60k.labelling.config import LabellingConfig, file_levels, load_labelling_config
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config
 from knowref60k.labelling.labelstudio_table import (
     LabelStudioConfig,
@@ -32,8 +34,8 @@ from knowref60k.labelling.labelstudio_table import (
 )
 from knowref60k.labelling.levels import Expected
 
-# Settings whose -1 leaves the level to the cost model (knowref60k.labelling.levels).
 TABLES = ("extract", "prepare", "labelling", "cost", "labelstudio")
+# Settings a file leaves to the cost model (knowref60k.labelling.levels) by leaving them out (or by -1).
 CHOSEN_BY_COST = {
     ("prepare", "validity_threshold"),
     ("labelling", "skip_screening_above"),
@@ -57,15 +59,27 @@ class RunConfig:
 
     @classmethod
     def load(cls, path: Path | None = None) -> RunConfig:
+        """Every table of the file at `path` (None: the defaults and the environment), each level the
+        cost model chooses chosen: without a calibration, the threshold sends every candidate (0), no item
+        skips screening and none is screened carefully."""
+        # In the order of the phases, so that of two bad tables the earlier phase's is reported.
+        extract, prepare, levels = load_config(path), load_prepare_config(path), file_levels(path)
+        if file_threshold(path) is None:
+            prepare = dataclasses.replace(prepare, validity_threshold=levels.threshold if levels else 0.0)
         return cls(
-            load_config(path),
-            load_run_prepare_config(path),
-            load_labelling_config(path),
+            extract,
+            prepare,
+            concrete_levels(load_labelling_config(path)),
             load_cost_config(path),
             load_labelstudio_config(path),
-            file_levels(path),
+            levels,
             path,
         )
+
+    def prepare_given(self, **options: Any) -> PrepareConfig:
+        """The `[prepare]` settings with the command's options (None: not given) over the file's."""
+        given = {key: value for key, value in options.items() if value is not None}
+        return dataclasses.replace(self.prepare, **given)
 
     def fingerprint(self) -> str:
         """What a dump's outputs depend on (the library's fingerprints of extraction and prepare: settings,
@@ -74,6 +88,14 @@ class RunConfig:
         from knowref60k.prepare.preparer import prepare_fingerprint
 
         return f"{extraction_fingerprint(self.extract)}+{prepare_fingerprint(self.prepare)}"
+
+
+def concrete_levels(config: LabellingConfig) -> LabellingConfig:
+    """The labelling settings with the levels that apply written in (`load_labelling_config` already
+    wrote in the cost model's where screening is on and a calibration chooses them; these are the rest)."""
+    return dataclasses.replace(
+        config, skip_screening_above=config.skip_level, careful_screening_below=config.careful_level
+    )
 
 
 @dataclass(frozen=True)
@@ -102,19 +124,27 @@ def effective_settings(run: RunConfig) -> list[Setting]:
 
 def origin_of(path: Path | None, in_file: dict[str, Any], table: str, key: str, chosen: bool) -> str:
     """Where a setting's effective value came from: the environment, the file (its line; `in_file` is
-    the file's table), the cost model (a level the file or the default leaves to it, -1), or the
-    default."""
+    the file's table), the cost model (a level the file leaves out, or sets to -1), or the default."""
     for name, setting in ENVIRONMENT.items():
         if setting == (table, key) and os.environ.get(name):
             return f"environment {name}"
-    if (table, key) in CHOSEN_BY_COST and in_file.get(key, -1) < 0:
-        set_by = file_reference(path, table, key) if key in in_file else "the default"
+    if (table, key) in CHOSEN_BY_COST and left_to_cost(path, table, key):
+        set_by = f"{file_reference(path, table, key)}: -1" if key in in_file else "not set"
         if not chosen:
-            return f"{set_by}: -1, and no calibration to choose by (data/scorer/calibration.json)"
-        return f"cost model ({set_by}: -1)"
+            return f"{set_by}, and no calibration to choose by (data/scorer/calibration.json)"
+        return f"cost model ({set_by})"
     if key in in_file:
         return file_reference(path, table, key)
     return "default"
+
+
+def left_to_cost(path: Path | None, table: str, key: str) -> bool:
+    """Whether the file leaves a level to the cost model. The labelling levels take any negative value
+    for it, as they always have; the threshold takes -1 only (a value checked when the file was read)."""
+    if path is None:
+        return True
+    value = level_in_file(path, table, key)
+    return value is None or (table == "labelling" and value < 0)
 
 
 def file_reference(path: Path | None, table: str, key: str) -> str:

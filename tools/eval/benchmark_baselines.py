@@ -16,7 +16,6 @@ from pathlib import Path
 
 import orjson
 
-from knowref60k.core.paths import BENCHMARKS_DIR
 from knowref60k.release.difficulty import BENCHMARK_BASELINES, benchmark_baselines, load_parser
 
 log = logging.getLogger("benchmark_baselines")
@@ -24,7 +23,9 @@ log = logging.getLogger("benchmark_baselines")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=Path, default=BENCHMARKS_DIR, help="the benchmarks folder")
+    parser.add_argument(
+        "--benchmarks", type=Path, required=True, help="the benchmarks folder (../shared/data/benchmarks)"
+    )
     parser.add_argument("--model", default=None, help="spaCy pipeline (default: the first installed default)")
     parser.add_argument("--out", type=Path, default=BENCHMARK_BASELINES)
     args = parser.parse_args(argv)

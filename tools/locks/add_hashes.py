@@ -2,7 +2,7 @@
 the package index lists, so that pip and uv install exactly those files (`--require-hashes` is implied
 once a line has a hash).
 
-    .venv/bin/python tools/locks/add_hashes.py requirements-labelstudio.lock [--index URL ...]
+    .venv/bin/python tools/locks/add_hashes.py annotation/requirements-labelstudio.lock [--index URL ...]
 
 The index defaults to PyPI's; a pin no index lists is an error naming it. Comments are kept.
 """

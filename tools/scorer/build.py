@@ -18,7 +18,7 @@
    halves; grouped 5-fold cross-validation by comment): the highest threshold that keeps `--recall` of
    the valid candidates. KnowRef recall is measured at it. The labelling levels (the threshold items are
    sent at, screening skipped or careful) are chosen by cost at run time from `calibration.json`, which
-   `knowref60k eval` writes once the model is built.
+   `knowref60k measure-extraction` writes once the model is built.
 
 The JSON holds the features' names, the trees, the thresholds, the hash of what it was trained on (the
 gold file and the spaCy pipeline) and of the encoder's adapters, so `tests/test_scorer.py` can rebuild

@@ -17,8 +17,7 @@ from spacy.tokens import Doc
 
 from knowref60k.core.config import TARGET_PRONOUNS
 from knowref60k.core.names import NameLexicon
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.persons import QUOTES, PersonRule, is_sentence_initial, split_on_persons
 from knowref60k.extract.records import NounPhrase, Sentence, Target, TokenRange
 
@@ -188,7 +187,7 @@ def _name_start(doc: Doc, tags: Sequence[str], start: int, end: int) -> int:
     return i
 
 
-class AntecedentFilter(Stage[Sentence, Sentence]):
+class AntecedentFilter(ExtractStage[Sentence, Sentence]):
     """Applies the antecedent rules to a batch of sentences: the taggers run once per batch, and NER once
     per batch on the sentences that still may name two persons, in the modes that use it."""
 
@@ -196,7 +195,7 @@ class AntecedentFilter(Stage[Sentence, Sentence]):
     unit = "sentences"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         config = context.config
         self.blocking = frozenset(config.blocking_pronouns) | frozenset(TARGET_PRONOUNS)
         # "score": every named phrase is a candidate person; the validity stage scores the pair.

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from knowref60k.core.records import Comment
-from knowref60k.core.stage import Stage
 from knowref60k.extract.cleaning import clean_text
+from knowref60k.extract.context import ExtractStage
 from knowref60k.extract.records import Paragraph
 
 
-class Clean(Stage[Comment, Paragraph]):
+class Clean(ExtractStage[Comment, Paragraph]):
     name = "clean"
     unit = "comments"
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import Sentence, TokenRange
 
 
@@ -42,7 +41,7 @@ class ConnectiveFinder:
         return 0
 
 
-class ConnectiveFilter(Stage[Sentence, Sentence]):
+class ConnectiveFilter(ExtractStage[Sentence, Sentence]):
     """Keeps sentences with at least one and at most `max_connectives` connectives (after collapsing).
 
     The sentence's final punctuation ends it and is not a connective, even when it is a `;`.
@@ -52,7 +51,7 @@ class ConnectiveFilter(Stage[Sentence, Sentence]):
     unit = "sentences"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.finder = ConnectiveFinder(context.config.connectives)
         self.max_connectives = context.config.max_connectives
 

@@ -7,19 +7,18 @@ from functools import lru_cache
 from langdetect import DetectorFactory, detect
 from langdetect.lang_detect_exception import LangDetectException
 
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import Sentence
 
 
-class LanguageFilter(Stage[Sentence, Sentence]):
+class LanguageFilter(ExtractStage[Sentence, Sentence]):
     """Keeps sentences detected as `language`. langdetect is random unless seeded; the seed is config."""
 
     name = "language"
     unit = "sentences"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.language = context.config.language
         self.seed = context.config.language_seed
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import Paragraph
 
 
-class Prefilter(Stage[Paragraph, Paragraph]):
+class Prefilter(ExtractStage[Paragraph, Paragraph]):
     name = "prefilter"
     unit = "paragraphs"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.pattern = context.target_pronouns
 
     def reject(self, item: Paragraph) -> str | None:

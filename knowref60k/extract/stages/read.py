@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from knowref60k.core.records import Comment
-from knowref60k.core.stage import Stage
+from knowref60k.extract.context import ExtractStage
 from knowref60k.extract.records import LineBatch
 from knowref60k.ingest.readers import parse_chunk
 
 
-class ReadLines(Stage[LineBatch, Comment]):
+class ReadLines(ExtractStage[LineBatch, Comment]):
     name = "read"
     unit = "lines"
 

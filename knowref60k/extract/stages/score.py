@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import Sentence
 
 
-class ValidityScore(Stage[Sentence, Sentence]):
+class ValidityScore(ExtractStage[Sentence, Sentence]):
     name = "validity"
     unit = "candidates"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.scorer = context.validity_scorer
 
     def run(self, items: Iterable[Sentence]) -> Iterator[Sentence]:

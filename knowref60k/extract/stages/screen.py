@@ -14,17 +14,16 @@ them all. Every other body is cleaned and goes through the prefilter.
 from __future__ import annotations
 
 from knowref60k.core.records import Comment
-from knowref60k.core.stage import Stage
 from knowref60k.extract.cleaning import may_join_letters
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 
 
-class Screen(Stage[Comment, Comment]):
+class Screen(ExtractStage[Comment, Comment]):
     name = "screen"
     unit = "comments"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.enabled = context.config.surface_prefilter
         self.pronouns = context.target_pronouns
 

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from knowref60k.core.config import ExtractConfig
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import Sentence
 
 
-class ShapeFilter(Stage[Sentence, Sentence]):
+class ShapeFilter(ExtractStage[Sentence, Sentence]):
     """Keeps sentences that start with a capital, end in `.!?;`, have 10-32 spaces, <= 30 tokens, no digit."""
 
     name = "shape"
     unit = "sentences"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.config: ExtractConfig = context.config
         self.forbidden = frozenset(self.config.forbidden_chars)
 

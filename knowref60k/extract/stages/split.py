@@ -7,19 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.records import Paragraph, Sentence
 
 SENTENCE_BREAKS = (". ", "! ", "? ")
 
 
-class Split(Stage[Paragraph, Sentence]):
+class Split(ExtractStage[Paragraph, Sentence]):
     name = "split"
     unit = "paragraphs -> sentences"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.pipeline = context.pipeline
         self.longest = self.pipeline.nlp.max_length
 

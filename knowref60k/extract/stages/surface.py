@@ -21,8 +21,7 @@ import re
 from collections.abc import Iterable
 
 from knowref60k.core.config import TARGET_PRONOUNS
-from knowref60k.core.stage import Stage
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 from knowref60k.extract.nlp import CaselessPattern, trie_pattern
 from knowref60k.extract.records import Paragraph
 
@@ -54,12 +53,12 @@ def connective_pattern(connectives: Iterable[str]) -> CaselessPattern:
     return CaselessPattern("|".join(alternatives))
 
 
-class SurfaceFilter(Stage[Paragraph, Paragraph]):
+class SurfaceFilter(ExtractStage[Paragraph, Paragraph]):
     name = "surface"
     unit = "paragraphs"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         config = context.config
         self.enabled = config.surface_prefilter
         self.pronouns = context.target_pronouns

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from knowref60k.core.records import Comment
-from knowref60k.core.stage import Stage
 from knowref60k.extract.cleaning import PLACEHOLDER_BODIES, is_bot
-from knowref60k.extract.context import ExtractContext
+from knowref60k.extract.context import ExtractContext, ExtractStage
 
 
-class Triage(Stage[Comment, Comment]):
+class Triage(ExtractStage[Comment, Comment]):
     name = "triage"
     unit = "comments"
 
     def __init__(self, context: ExtractContext) -> None:
-        super().__init__()
+        super().__init__(context)
         self.bot_names = context.bot_names
 
     def reject(self, item: Comment) -> str | None:

@@ -6,20 +6,22 @@ from __future__ import annotations
 from collections import Counter
 
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import PrepareContext, Row
-from knowref60k.prepare.dedup import SAME_ID
+from knowref60k.prepare.dedup import SAME_ID, DedupIndex
+from knowref60k.prepare.rows import Row
 
 
 class Deduplicate(Stage[Row, Row]):
     name = "dedup"
     unit = "candidates"
 
-    def __init__(self, context: PrepareContext) -> None:
+    def __init__(self, index: DedupIndex, input_name: str, same_id_origins: Counter[str]) -> None:
+        """`input_name`: the input being prepared (its items file's stem), by which the index tells a rerun
+        of it from another input; `same_id_origins` counts the same-id duplicates by the input that kept
+        the id (where the items already are), for the caller that owns it to report."""
         super().__init__()
-        self.index = context.index
-        self.input_name = context.input_name
-        # Same-id duplicates by the input that kept the id: where the items already are.
-        self.same_id_origins: Counter[str] = Counter()
+        self.index = index
+        self.input_name = input_name
+        self.same_id_origins = same_id_origins
 
     def reject(self, item: Row) -> str | None:
         decision = self.index.decide(item, self.input_name)

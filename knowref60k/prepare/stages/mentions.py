@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from knowref60k.core.privacy import names_a_user
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import Row
+from knowref60k.prepare.rows import Row
 
 
 class UserMention(Stage[Row, Row]):

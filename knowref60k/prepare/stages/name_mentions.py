@@ -6,8 +6,8 @@ an original name beside the new ones or rename a word that is not the person."""
 from __future__ import annotations
 
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import Row
 from knowref60k.prepare.name_mentions import name_mentions
+from knowref60k.prepare.rows import Row
 
 
 class NameMention(Stage[Row, Row]):

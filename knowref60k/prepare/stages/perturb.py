@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
+from knowref60k.core.names import NamePool
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import PrepareContext, Row
 from knowref60k.prepare.perturb import perturb
+from knowref60k.prepare.rows import Row
 
 log = logging.getLogger(__name__)
 
@@ -16,10 +17,10 @@ class Perturb(Stage[Row, Row]):
     name = "perturb"
     unit = "items"
 
-    def __init__(self, context: PrepareContext) -> None:
+    def __init__(self, pools: Mapping[str, NamePool], seed: int) -> None:
         super().__init__()
-        self.pools = context.pools
-        self.seed = context.config.seed
+        self.pools = pools
+        self.seed = seed
 
     def run(self, items: Iterable[Row]) -> Iterator[Row]:
         for row in items:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import Row
+from knowref60k.prepare.rows import Row
 
 PRONOUNS_BY_GENDER = {
     "male": frozenset({"he", "him", "his", "himself"}),

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from knowref60k.core.stage import Stage
 from knowref60k.core.stats import PipelineStats
-from knowref60k.prepare.context import PrepareContext, Row
+from knowref60k.prepare.rows import Row
 
 BELOW_THRESHOLD = "below_validity_threshold"
 # The file beside the items that holds them: a candidates file, which prepare can take again, thus.
@@ -21,10 +21,11 @@ class ValidityThreshold(Stage[Row, Row]):
     name = "threshold"
     unit = "candidates"
 
-    def __init__(self, context: PrepareContext) -> None:
+    def __init__(self, threshold: float) -> None:
         super().__init__()
-        self.threshold = context.validity_threshold
-        self.set_aside: list[Row] = []
+        if not 0 <= threshold <= 1:  # a level still to be chosen must not reach here as a marker
+            raise ValueError(f"the validity threshold must be a score in [0, 1], not {threshold}")
+        self.threshold = threshold
 
     def run(self, items: Iterable[Row]) -> Iterator[Row]:
         for row in items:

@@ -15,7 +15,7 @@ from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.core.privacy import mask_user_mentions, masked_texts
 from knowref60k.core.records import QuarantinedLine
 from knowref60k.core.stage import Stage
-from knowref60k.prepare.context import Row
+from knowref60k.prepare.rows import Row
 
 # The spans of a candidate, in the order they occur in its sentence.
 SPANS = ("antecedent1", "antecedent2", "connective", "pronoun")
