@@ -295,7 +295,16 @@ def label_and_release(installed: Path, folder: Path, template: Server, user: dic
         simulate = ["annotate", "simulate", "--stage", "resolution", "--accuracy", "1.0", *config]
         run([knowref60k, *simulate], folder, user)
         run([knowref60k, "annotate", "collect", *config], folder, user)
-        release = ["release", "--version", "v1", "--votes", "output/annotation/votes.parquet", *config]
+        release = [
+            "release",
+            "--version",
+            "v1",
+            "--run",
+            "run",
+            "--votes",
+            "output/annotation/votes.parquet",
+            *config,
+        ]
         run([knowref60k, *release], folder, user)
     finally:
         run([knowref60k, "labelstudio", "server", "stop"], folder, user)
