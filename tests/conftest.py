@@ -31,6 +31,8 @@ REDDIT = SHARED / "data" / "reddit"
 # ephemeral servers.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 os.environ.setdefault("PREFECT_HOME", str(REPO / ".prefect"))
+# The checkout's Label Studio environment (`make test` makes it), whatever folder a test works in.
+os.environ.setdefault("KNOWREF60K_LABELSTUDIO_BIN", str(REPO / ".venv-labelstudio" / "bin" / "label-studio"))
 if WORKER:
     os.environ["PREFECT_HOME"] = str(Path(os.environ["PREFECT_HOME"]) / f"tests-{WORKER}")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

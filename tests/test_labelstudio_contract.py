@@ -119,5 +119,6 @@ def test_a_label_studio_command_outside_its_environment_is_one_line() -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         "error: /bin/true is not the command of a Label Studio environment (no label-studio installed beside "
-        "it, or no /bin/python): run `make labelstudio`, or point KNOWREF60K_LABELSTUDIO_BIN at one"
+        "it, or no /bin/python): run `knowref60k labelstudio setup`, or point "
+        "KNOWREF60K_LABELSTUDIO_BIN at one"
     ]

@@ -26,7 +26,7 @@ from knowref60k.evaluate.report import accuracy_with_interval, breakdown
 from knowref60k.release.build import build_release
 from knowref60k.release.winogrande_form import is_possessive, to_winogrande
 from knowref60k_annotation.votes import VOTE_SCHEMA
-from tests.conftest import REPO, missing_prerequisite
+from tests.conftest import REPO, missing_prerequisite, shared_file
 from tests.test_release import synthetic_run
 
 ROW = {
@@ -273,6 +273,8 @@ def test_knowref60k_evaluate_and_lm_eval_agree_on_a_tiny_model(tmp_path: Path) -
         "knowref60k",
         "evaluate-models",
         "wsc273",
+        "--benchmarks",
+        str(shared_file("data/benchmarks")),
         "--model",
         str(model),
         "--out",
