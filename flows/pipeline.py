@@ -163,7 +163,8 @@ def annotation_flow(
     console.print(
         f"Label Studio: {pushed['pushed']:,} tasks imported into {pushed['stage']}, "
         f"{pushed['already_there']:,} already there, {pushed['tasks']:,} in the project; "
-        f"{pushed['unscreened']:,} the validity model is sure of went straight to resolution"
+        f"{pushed['unscreened']:,} tasks went straight to resolution (items the validity model is sure of, "
+        "with their share of control items)"
     )
     for role, count in (("screener", screeners), ("resolver", resolvers)):
         accounts = ensure_annotators(settings, role, count)
