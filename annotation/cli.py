@@ -27,7 +27,7 @@ from knowref60k.labelling.config import LabellingConfig, load_labelling_config
 from knowref60k.labelling.decisions import STAGES
 
 from .labelstudio_app.labelstudio_contract import LOGIN_PATH
-from .settings import demo_settings, load_settings
+from .settings import Settings, demo_settings, load_settings
 from .status import VOTE_COLUMNS
 
 annotate_app = typer.Typer(
@@ -335,6 +335,14 @@ def server_errors() -> Iterator[None]:
 
 
 DemoOption = Annotated[bool, typer.Option("--demo", help="The demo's own Label Studio (`make demo`).")]
+
+
+def _local_settings(demo: bool, create: bool = False) -> Settings:
+    """The local Label Studio's settings, or (`demo`) the demo's own."""
+    settings = load_settings(create=create)
+    return demo_settings(settings) if demo else settings
+
+
 server_app = typer.Typer(
     help="start | stop | status [--demo]: the local Label Studio (data in .labelstudio/, logins in .env, "
     "both in the home folder).",
@@ -349,8 +357,7 @@ def server_start(demo: DemoOption = False) -> None:
     from .server import Server
 
     with server_errors():
-        settings = load_settings(create=True)
-        server = Server(demo_settings(settings) if demo else settings)
+        server = Server(_local_settings(demo, create=True))
         typer.echo(server.start())
     typer.echo(f"Open {server.settings.url} and log in as {server.settings.username} (password in .env)")
 
@@ -361,8 +368,7 @@ def server_stop(demo: DemoOption = False) -> None:
     from .server import Server
 
     with server_errors():
-        settings = load_settings()
-        typer.echo(Server(demo_settings(settings) if demo else settings).stop())
+        typer.echo(Server(_local_settings(demo)).stop())
 
 
 @server_app.command("status")
@@ -371,8 +377,7 @@ def server_status(demo: DemoOption = False) -> None:
     from .server import Server
 
     with server_errors():
-        settings = load_settings()
-        server = Server(demo_settings(settings) if demo else settings)
+        server = Server(_local_settings(demo))
         typer.echo(f"{server.settings.url}: {'up' if server.healthy() else 'down'}")
 
 
@@ -415,8 +420,7 @@ def receiver_stop(demo: DemoOption = False) -> None:
     from .receiver import ReceiverProcess
 
     with server_errors():
-        settings = load_settings()
-        typer.echo(ReceiverProcess(demo_settings(settings) if demo else settings).stop())
+        typer.echo(ReceiverProcess(_local_settings(demo)).stop())
 
 
 @receiver_app.command("status")
@@ -426,8 +430,7 @@ def receiver_status(demo: DemoOption = False) -> None:
     from .settings import receiver_url
 
     with server_errors():
-        settings = load_settings()
-        process = ReceiverProcess(demo_settings(settings) if demo else settings)
+        process = ReceiverProcess(_local_settings(demo))
         health = process.health()
     typer.echo(f"{receiver_url(process.settings)}: {'up ' + str(health) if health else 'down'}")
 
