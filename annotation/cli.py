@@ -23,8 +23,9 @@ import typer
 
 from knowref60k.cli.common import LabellingConfigOption, config_option, stopping_what_it_starts
 from knowref60k.core.errors import UserError, storage_error
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import STAGES
+from knowref60k.settings.effective import labelling_settings
 
 from .labelstudio_app.labelstudio_contract import LOGIN_PATH
 from .settings import Settings, demo_settings, load_settings
@@ -56,7 +57,7 @@ def one_line_errors() -> Iterator[None]:
 
 
 def _config(path: Path | None) -> LabellingConfig:
-    return load_labelling_config(path)
+    return labelling_settings(path)
 
 
 @annotate_app.command()

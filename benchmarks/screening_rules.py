@@ -19,11 +19,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from knowref60k.labelling.config import load_labelling_config
 from knowref60k.labelling.costs import plan, summed
 from knowref60k.labelling.decisions import VALID, ResolutionRule, ScreeningRule
 from knowref60k.quality.gold import load_gold
 from knowref60k.quality.gold_verdicts import screening_answers
+from knowref60k.settings.effective import labelling_settings
 
 REPO = Path(__file__).resolve().parent.parent
 RULES: list[ScreeningRule | None] = [
@@ -63,7 +63,7 @@ def print_rules(valid: int, invalid: int) -> None:
 
 
 def print_score_bands(rows: list[dict[str, Any]], answers: dict[str, str]) -> None:
-    config = load_labelling_config()
+    config = labelling_settings()
     skip = config.skip_level
     print(f"\nWith the score (unscreened from {skip}; screener and resolver accuracy 0.9):\n")
     print("| careful screening below | validity | votes per kept valid item | kept valid items |")

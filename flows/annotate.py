@@ -17,14 +17,14 @@ from prefect import flow
 
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
-from knowref60k.labelling.config import load_labelling_config
+from knowref60k.settings.effective import labelling_settings
 from knowref60k_annotation.settings import load_settings
 from knowref60k_flows.labelling import collect_votes, promote, push
 
 
 @flow(name="push-items")
 def push_flow(items: list[str], config_path: str | None = None) -> dict[str, Any]:
-    return push(load_settings(), items, load_labelling_config(Path(config_path) if config_path else None))
+    return push(load_settings(), items, labelling_settings(Path(config_path) if config_path else None))
 
 
 @flow(name="labelling-sync")
@@ -34,7 +34,7 @@ def sync_flow(
     """Collect and close, then promote what screening accepted; the promotion's new tasks show in the
     next collect."""
     settings = load_settings()
-    config = load_labelling_config(Path(config_path) if config_path else None)
+    config = labelling_settings(Path(config_path) if config_path else None)
     collected = collect_votes(settings, out_dir, config)
     items = sorted(str(path) for path in Path(items_dir).glob("*.items.parquet"))
     promoted = promote(settings, items, collected["votes_path"], config) if items else None
@@ -43,7 +43,7 @@ def sync_flow(
 
 @flow(name="collect-votes")
 def collect_flow(out_dir: str = "output/annotation", config_path: str | None = None) -> dict[str, Any]:
-    config = load_labelling_config(Path(config_path) if config_path else None)
+    config = labelling_settings(Path(config_path) if config_path else None)
     return collect_votes(load_settings(), out_dir, config)
 
 

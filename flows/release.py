@@ -13,10 +13,11 @@ from prefect import flow, task
 
 from knowref60k.core.console import make_console, print_error
 from knowref60k.core.errors import UserError
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config
 from knowref60k.release.build import build_release
 from knowref60k.release.config import ReleaseConfig
+from knowref60k.settings.effective import labelling_settings
 from knowref60k_annotation.settings import load_settings
 from knowref60k_flows.labelling import collect_votes
 
@@ -27,10 +28,10 @@ def cut_release(
     votes_path: str,
     version: str,
     releases_dir: str,
+    labelling: LabellingConfig,
+    cost: CostConfig,
     overlap_index: str | None = None,
     debias: str | None = None,
-    labelling: LabellingConfig | None = None,
-    cost: CostConfig | None = None,
     benchmarks: str | None = None,
 ) -> dict[str, Any]:
     audit = None
@@ -40,7 +41,7 @@ def cut_release(
         if not benchmarks:
             raise UserError("the overlap audit needs the folder of the known benchmarks (--benchmarks)")
         audit = OverlapAudit.load(Path(overlap_index), Path(benchmarks))
-    config = ReleaseConfig(labelling or LabellingConfig(), debias=debias, cost=cost or CostConfig())
+    config = ReleaseConfig(labelling, debias=debias, cost=cost)
     made = build_release(Path(run_dir), Path(votes_path), version, Path(releases_dir), config, audit)
     return {
         "path": str(made.path),
@@ -65,17 +66,17 @@ def release_flow(
     """With `overlap_index`, items get overlap scores and the card the overlap report; with `debias`
     (AFLite's features: ngrams or encoder; off by default), AFLite's columns and a `debiased` config."""
     path = Path(config_path) if config_path else None
-    labelling = load_labelling_config(path)
+    labelling = labelling_settings(path)
     collected = collect_votes(load_settings(), votes_dir, labelling)
     return cut_release(
         run_dir,
         collected["votes_path"],
         version,
         releases_dir,
-        overlap_index,
-        debias,
         labelling,
         load_cost_config(path),
+        overlap_index,
+        debias,
         benchmarks,
     )
 

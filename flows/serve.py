@@ -78,14 +78,14 @@ def stop_prefect_server(server: subprocess.Popen[bytes]) -> None:
 def start_receiver(items: Path) -> str:
     """The vote receiver of the local Label Studio (settles each vote; the sync repairs what it misses),
     unless one runs: that one is left as it is, with the item folders it was started with."""
-    from knowref60k.labelling.config import load_labelling_config
+    from knowref60k.settings.effective import labelling_settings
     from knowref60k_annotation.receiver import ReceiverProcess
     from knowref60k_annotation.settings import load_settings, receiver_url
 
     receiver = ReceiverProcess(load_settings(create=True))
     if receiver.healthy():
         return f"vote receiver already running at {receiver_url(receiver.settings)}: left as it is"
-    return receiver.start(load_labelling_config(), [items])
+    return receiver.start(labelling_settings(), [items])
 
 
 def main(dumps: Path, out: Path) -> int:

@@ -25,10 +25,11 @@ from typer.testing import CliRunner, Result
 from knowref60k.core.io import CANDIDATE_SCHEMA, ITEM_SCHEMA
 from knowref60k.core.parallel import YOUNG_GENERATION_THRESHOLD
 from knowref60k.ingest.readers import open_input
-from knowref60k.labelling.config import LabellingConfig, load_labelling_config
+from knowref60k.labelling.config import LabellingConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING, decide_stage
 from knowref60k.release.load import load_release
 from knowref60k.release.splits import SPLITS
+from knowref60k.settings.effective import labelling_settings
 from knowref60k_annotation.client import LabelStudioClient, read_items
 from knowref60k_annotation.receiver import ReceiverProcess
 from knowref60k_annotation.settings import RECEIVER_PORT_OFFSET, Settings, demo_settings, load_settings
@@ -216,7 +217,7 @@ def test_push_flow_imports_each_item_once(
     settings = use_project(monkeypatch, label_studio, "knowref60k test_flows push")
     items = [report["items_path"] for report in run["prepare"]["files"]]
     # Items the validity model is sure of go to resolution unscreened; the fixture has both kinds.
-    config = LabellingConfig()
+    config = labelling_settings()
     scores = {i["candidate_id"]: i["validity_score"] for i in read_items(map(Path, items))}
     sure = sorted(item for item, score in scores.items() if config.skips_screening(score))
     assert 0 < len(sure) < 6
@@ -475,7 +476,7 @@ def test_demo_flow_runs_the_whole_loop_and_a_rerun_reuses_the_release(
     # every setting came from the environment: the repo's .env is neither written nor changed
     assert (env_file.read_bytes() if env_file.exists() else None) == env_file_before
     assert result["pipeline"]["extract"]["files"][0]["candidates"] == 6
-    valid, expected = check_the_loop(result, load_labelling_config(config))
+    valid, expected = check_the_loop(result, labelling_settings(config))
 
     release = Path(result["release"]["path"])
     assert release.parent == out / "releases" and release.name.startswith("demo-")

@@ -35,6 +35,7 @@ from knowref60k.labelling.separation import NO_ROLE, SCREENED_THIS_ITEM, WRONG_R
 from knowref60k.labelling.slots import QueueState
 from knowref60k.labelling.status import Pace
 from knowref60k.labelling.status import status as labelling_status
+from knowref60k.settings.effective import labelling_settings
 from tests.test_release import vote
 
 PACES = {SCREENING: Pace(10.0, 1.5), RESOLUTION: Pace(15.0, 4.5)}
@@ -370,7 +371,7 @@ def test_items_scored_below_the_careful_level_need_two_valid_screening_votes() -
     assert not LabellingConfig(controls=(), screening=False, careful_screening_below=0.5).screens_carefully(
         0.1
     )
-    shipped = LabellingConfig(controls=())
+    shipped = labelling_settings()
     levels = chosen_levels(shipped)
     assert levels is not None
     assert (shipped.careful_level, shipped.skip_level) == (levels.careful, levels.skip)

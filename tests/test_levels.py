@@ -34,7 +34,7 @@ from knowref60k.labelling.cost_model import (
 from knowref60k.labelling.costs import Plan, plan, summed
 from knowref60k.labelling.decisions import ResolutionRule, ScreeningRule
 from knowref60k.labelling.levels import NEVER, Pinned, Rules, choose_levels, cost_curve
-from knowref60k.settings.effective import RunConfig
+from knowref60k.settings.effective import RunConfig, file_levels
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -215,9 +215,8 @@ def test_a_threshold_the_config_sets_wins_over_the_cost_model(tmp_path: Path) ->
         tmp_path, "[prepare]\nvalidity_threshold = 0.5\n[labelling]\nskip_screening_above = 0.95\n"
     )
     assert RunConfig.load(path).prepare.validity_threshold == 0.5
-    labelling = load_labelling_config(path)
-    assert labelling.skip_level == 0.95
-    levels = chosen_levels(labelling, 0.5, load_cost_config(path))
+    assert load_labelling_config(path).skip_level == RunConfig.load(path).labelling.skip_level == 0.95
+    levels = file_levels(path)
     assert levels is not None and (levels.threshold, levels.skip) == (0.5, 0.95)
     # Left to the cost model, the threshold is the one the default costs choose.
     default = chosen_levels(LabellingConfig())

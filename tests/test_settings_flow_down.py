@@ -18,10 +18,11 @@ from knowref60k.core.errors import UserError
 from knowref60k.core.io import CANDIDATE_SCHEMA
 from knowref60k.core.stage import Stage
 from knowref60k.core.versioning import PACKAGE_DIR
-from knowref60k.labelling.config import LabellingConfig, chosen_levels
+from knowref60k.labelling.config import LabellingConfig, chosen_levels, load_labelling_config
+from knowref60k.labelling.levels import NEVER, Pinned
 from knowref60k.prepare.preparer import PIPELINE, STAGES, Preparer, built_stages
 from knowref60k.prepare.stages.threshold import ValidityThreshold
-from knowref60k.settings.effective import RunConfig, effective_settings
+from knowref60k.settings.effective import RunConfig, effective_settings, labelling_settings
 from tests.test_scorer import candidate
 
 PREPARE_DIR = PACKAGE_DIR / "prepare"
@@ -98,6 +99,25 @@ def test_a_threshold_left_to_the_cost_model_is_chosen_at_the_settings_layer(
     assert run.labelling.skip_screening_above >= 0 and run.labelling.careful_screening_below >= 0
     origin = {row.key: row.origin for row in effective_settings(run) if row.table == "prepare"}
     assert origin["validity_threshold"].startswith("cost model (")
+
+
+@pytest.mark.parametrize("spelling", ["", "skip_screening_above = -1\n", "skip_screening_above = -0.5\n"])
+def test_screening_levels_left_to_the_cost_model_are_chosen_at_the_settings_layer_only(
+    tmp_path: Path, spelling: str
+) -> None:
+    """The `[labelling]` table alone knows no cost model: a level it leaves out (or sets negative, as
+    earlier files did) keeps its inert default there (no item skips screening, none is screened
+    carefully); the settings layer writes in the cost model's choice, and a level the file sets stays."""
+    path = tmp_path / "k.toml"
+    path.write_text(f"[labelling]\ncareful_screening_below = 0.3\n{spelling}", encoding="utf-8")
+    table, settled = load_labelling_config(path), RunConfig.load(path).labelling
+    levels = chosen_levels(LabellingConfig(), Pinned(careful=0.3))
+    assert levels is not None and levels.skip <= 1
+    assert (table.skip_level, table.careful_level) == (NEVER, 0.3)
+    assert (settled.skip_level, settled.careful_level) == (levels.skip, 0.3)
+    assert labelling_settings(path) == settled
+    with pytest.raises(UserError, match="skip_screening_above must be 0 or more, not -1"):
+        LabellingConfig(skip_screening_above=-1)
 
 
 def test_the_files_threshold_reaches_the_stage_and_filters_exactly_at_it(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ def cost(
 ) -> None:
     """The cost curve (threshold -> expected precision, valid per million comments, votes, person- and
     CPU-seconds per kept valid item) and the levels chosen from the [cost] table."""
+    from knowref60k.labelling.config import LEVELS
     from knowref60k.labelling.cost_model import read_calibration
     from knowref60k.labelling.levels import Pinned, cost_curve
     from knowref60k.settings.effective import RunConfig, left_to_cost
@@ -37,10 +38,6 @@ def cost(
         curve = cost_curve(calibration, labelling.rules, costs, pinned, thresholds)
     console.print(curve_table(curve, levels, costs))
     console.print(chosen_text(levels, costs, not left_to_cost(config, "prepare", "validity_threshold")))
-
-
-# The screening levels a file may set or leave to the cost model.
-LEVELS = ("skip_screening_above", "careful_screening_below")
 
 
 def _level(level: float) -> str:

@@ -60,14 +60,14 @@ def release(
 ) -> None:
     """Agreement, splits and a documented Parquet release in OUT/VERSION (never overwritten)."""
     from knowref60k.core.io import output_folder
-    from knowref60k.labelling.config import load_labelling_config
     from knowref60k.labelling.cost_model import load_cost_config
     from knowref60k.release.build import build_release, check_version
     from knowref60k.release.config import ReleaseConfig
+    from knowref60k.settings.effective import labelling_settings
 
     with user_errors():
         check_version(version)  # before the overlap index and the votes are read
-        labelling = load_labelling_config(
+        labelling = labelling_settings(
             config_file,
             keep_at_least=keep_at_least,
             votes_per_item=votes_per_item,

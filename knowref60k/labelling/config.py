@@ -6,17 +6,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from knowref60k.core.config import file_threshold, load_section, one_of, refuse_bad_choices
+from knowref60k.core.config import level_in_file, load_section, one_of, refuse_bad_choices
 from knowref60k.core.errors import UserError
 from knowref60k.labelling.controls import DEFAULT_CONTROLS, RESOLUTION_CONTROLS
-from knowref60k.labelling.cost_model import CostConfig, load_cost_config, read_calibration
+from knowref60k.labelling.cost_model import CostConfig, read_calibration
 from knowref60k.labelling.decisions import SCREENING, Decision, ResolutionRule, Rule, ScreeningRule
-from knowref60k.labelling.levels import Expected, Pinned, Rules, cached_choice
+from knowref60k.labelling.levels import NEVER, Expected, Pinned, Rules, cached_choice
 from knowref60k.labelling.slots import POLICIES, QueueState, is_audit, late_votes, queue_state
+
+# The screening levels a config file may set or leave to the cost model. Careful screening below 0
+# applies to no item (skipping from NEVER neither).
+LEVELS = ("skip_screening_above", "careful_screening_below")
+NEVER_CAREFUL = 0.0
+NONE_PINNED = Pinned()
 
 
 @dataclass(frozen=True)
@@ -31,14 +36,13 @@ class LabellingConfig:
     keep_at_least: int = 4
     # Wait for every vote of a kept item, for a 5/5 strength, instead of closing it at 4 agreeing.
     fifth_vote: bool = False
-    # Items whose validity score is at least this go to resolution unscreened; a negative value: the
-    # level chosen by cost with the threshold (knowref60k.labelling.levels), above 1: never. A command's
-    # settings (knowref60k.settings.effective.RunConfig) hold the chosen level here, never the marker.
-    skip_screening_above: float = -1.0
+    # Items whose validity score is at least this go to resolution unscreened; above 1: never. A file
+    # that leaves it out has it chosen by cost with the threshold (knowref60k.settings chooses it).
+    skip_screening_above: float = NEVER
     # Items whose validity score is below this are screened carefully: `careful_accept_at` "valid" votes
     # accept them, one vote with a reason still rejects them (an invalid item let through costs four or
-    # five resolution votes, a second screening vote one). Negative: the level chosen by cost; 0: never.
-    careful_screening_below: float = -1.0
+    # five resolution votes, a second screening vote one). 0: never; left out of a file, chosen by cost.
+    careful_screening_below: float = NEVER_CAREFUL
     careful_accept_at: int = 2
     # The share of tasks pushed to a stage that are control items with a known answer, and the files
     # they are drawn from (knowref60k.labelling.controls); none for a stage without controls.
@@ -67,6 +71,12 @@ class LabellingConfig:
                 f"pause_after_controls must be 0 or more and pause_below_accuracy in [0, 1], not "
                 f"{self.pause_after_controls} and {self.pause_below_accuracy}"
             )
+        for level in LEVELS:
+            if getattr(self, level) < 0:
+                raise UserError(
+                    f"{level} must be 0 or more, not {getattr(self, level)}; leave it out of the config file "
+                    "to have it chosen by cost"
+                )
         refuse_bad_choices(self)
         # Built here so that a bad rule is refused when the settings are read, not in the middle of a collect.
         _ = (self.screening_rule, self.careful_screening_rule, self.resolution_rule)
@@ -137,23 +147,15 @@ class LabellingConfig:
         """Whether an item with this validity score goes to resolution unscreened."""
         return self.screening and score is not None and score >= self.skip_level
 
-    @cached_property
+    @property
     def skip_level(self) -> float:
-        if self.skip_screening_above >= 0:
-            return self.skip_screening_above
-        if not self.screening:
-            return 2.0  # no screening to skip
-        levels = chosen_levels(self)
-        return 2.0 if levels is None else levels.skip  # no calibration: screen everything
+        """The validity score from which items go to resolution unscreened (none without screening)."""
+        return self.skip_screening_above if self.screening else NEVER
 
-    @cached_property
+    @property
     def careful_level(self) -> float:
-        if self.careful_screening_below >= 0:
-            return self.careful_screening_below
-        if not self.screening:
-            return 0.0
-        levels = chosen_levels(self)
-        return 0.0 if levels is None else levels.careful  # no calibration: no scores to be careful about
+        """The validity score below which items are screened carefully (none without screening)."""
+        return self.careful_screening_below if self.screening else NEVER_CAREFUL
 
     @property
     def rules(self) -> Rules:
@@ -174,42 +176,34 @@ class LabellingConfig:
 
 
 def chosen_levels(
-    config: LabellingConfig, threshold: float | None = None, cost: CostConfig | None = None
+    config: LabellingConfig, pinned: Pinned = NONE_PINNED, cost: CostConfig | None = None
 ) -> Expected | None:
-    """The levels of `config` and the validity `threshold` (None and negative levels: chosen by cost; a
-    release's reports say -1 for a threshold they do not know) with what they are expected to cost and buy;
-    None without a calibration to choose by."""
+    """The levels the cost model chooses for the rules of `config`, those `pinned` kept as they are, with
+    what labelling at them is expected to cost and buy; None without a calibration to choose by."""
     calibration = read_calibration()
     if calibration is None:
         return None
-    levels = (threshold, config.skip_screening_above, config.careful_screening_below)
-    pinned = Pinned(*(level if level is not None and level >= 0 else None for level in levels))
     return cached_choice(calibration, config.rules, cost or CostConfig(), pinned)
 
 
+def levels_left_to_cost(path: Path | None) -> tuple[str, ...]:
+    """The screening levels the file at `path` leaves to the cost model: left out, or negative (earlier
+    files wrote -1); without a file, both."""
+    if path is None:
+        return LEVELS
+    return tuple(key for key in LEVELS if _left_to_cost(level_in_file(path, "labelling", key)))
+
+
+def _left_to_cost(value: Any) -> bool:
+    return value is None or (type(value) in (int, float) and value < 0)
+
+
 def load_labelling_config(path: Path | None = None, **overrides: Any) -> LabellingConfig:
-    """Defaults, then the TOML file's `[labelling]` table, then explicit overrides; the levels left to
-    the cost model chosen with the file's `[prepare]` threshold and `[cost]` table. A relative path of the
-    file's `controls` is taken from the file's folder."""
-    config = load_section(LabellingConfig, path, "labelling", overrides)
-    if path is not None:
-        controls = tuple(str(path.parent / control) for control in config.controls)
-        config = dataclasses.replace(config, controls=tuple(str(Path(c).resolve()) for c in controls))
-    if not config.screening:
-        return config  # the screening levels do not apply
-    levels = file_levels(path, config)
-    if levels is None:
+    """Defaults, then the TOML file's `[labelling]` table, then explicit overrides. A level the file
+    leaves to the cost model keeps its default here: a command's settings (knowref60k.settings) choose
+    it. A relative path of the file's `controls` is taken from the file's folder."""
+    config = load_section(LabellingConfig, path, "labelling", overrides, levels_left_to_cost(path))
+    if path is None:
         return config
-    return dataclasses.replace(
-        config,
-        skip_screening_above=config.skip_screening_above if config.skip_screening_above >= 0 else levels.skip,
-        careful_screening_below=(
-            config.careful_screening_below if config.careful_screening_below >= 0 else levels.careful
-        ),
-    )
-
-
-def file_levels(path: Path | None, config: LabellingConfig | None = None) -> Expected | None:
-    """The levels the config file sets or leaves to the cost model, with their expected figures."""
-    labelling = config or load_section(LabellingConfig, path, "labelling", {})
-    return chosen_levels(labelling, file_threshold(path), load_cost_config(path))
+    controls = tuple(str(path.parent / control) for control in config.controls)
+    return dataclasses.replace(config, controls=tuple(str(Path(c).resolve()) for c in controls))

@@ -13,6 +13,7 @@ from knowref60k.core.errors import UserError
 from knowref60k.labelling.config import chosen_levels
 from knowref60k.labelling.cost_model import CostConfig
 from knowref60k.labelling.decisions import RESOLUTION, SCREENING
+from knowref60k.labelling.levels import Pinned
 from knowref60k.prepare.stages.threshold import BELOW_THRESHOLD, HELD_BACK_SUFFIX, SEND_HELD_BACK
 from knowref60k.release.labelled import Labelled
 
@@ -53,7 +54,9 @@ def cost_facts(labelled: Labelled, cost: CostConfig, held_back: HeldBack) -> dic
     """The expected and the spent figures of a release's labelling."""
     config = labelled.config
     try:
-        expected = chosen_levels(config, held_back.threshold, cost)
+        threshold = held_back.threshold if held_back.threshold >= 0 else None
+        pinned = Pinned(threshold, config.skip_level, config.careful_level)
+        expected = chosen_levels(config, pinned, cost)
     except UserError:  # targets no levels reach: the card reports what was spent
         expected = None
     # Control tasks included, as the expected figures count them.

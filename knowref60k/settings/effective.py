@@ -25,14 +25,20 @@ from knowref60k.core.config import (
     load_config,
     load_prepare_config,
 )
-from knowref60k.labelling.config import LabellingConfig, file_levels, load_labelling_config
+from knowref60k.labelling.config import (
+    LEVELS,
+    LabellingConfig,
+    chosen_levels,
+    levels_left_to_cost,
+    load_labelling_config,
+)
 from knowref60k.labelling.cost_model import CostConfig, load_cost_config
 from knowref60k.labelling.labelstudio_table import (
     LabelStudioConfig,
     load_labelstudio_config,
     without_password,
 )
-from knowref60k.labelling.levels import Expected
+from knowref60k.labelling.levels import Expected, Pinned
 
 TABLES = ("extract", "prepare", "labelling", "cost", "labelstudio")
 # Settings a file leaves to the cost model (knowref60k.labelling.levels) by leaving them out (or by -1).
@@ -63,13 +69,18 @@ class RunConfig:
         cost model chooses chosen: without a calibration, the threshold sends every candidate (0), no item
         skips screening and none is screened carefully."""
         # In the order of the phases, so that of two bad tables the earlier phase's is reported.
-        extract, prepare, levels = load_config(path), load_prepare_config(path), file_levels(path)
+        extract, prepare, labelling = (
+            load_config(path),
+            load_prepare_config(path),
+            load_labelling_config(path),
+        )
+        levels = file_levels(path, labelling)
         if file_threshold(path) is None:
             prepare = dataclasses.replace(prepare, validity_threshold=levels.threshold if levels else 0.0)
         return cls(
             extract,
             prepare,
-            concrete_levels(load_labelling_config(path)),
+            settled_labelling(path, labelling, levels),
             load_cost_config(path),
             load_labelstudio_config(path),
             levels,
@@ -90,12 +101,44 @@ class RunConfig:
         return f"{extraction_fingerprint(self.extract)}+{prepare_fingerprint(self.prepare)}"
 
 
-def concrete_levels(config: LabellingConfig) -> LabellingConfig:
-    """The labelling settings with the levels that apply written in (`load_labelling_config` already
-    wrote in the cost model's where screening is on and a calibration chooses them; these are the rest)."""
-    return dataclasses.replace(
-        config, skip_screening_above=config.skip_level, careful_screening_below=config.careful_level
+def file_levels(path: Path | None, labelling: LabellingConfig | None = None) -> Expected | None:
+    """The levels the config file sets, those it leaves to the cost model chosen with its `[cost]` table
+    for the rules of `labelling` (the file's `[labelling]` table, a command's options over it), with
+    their expected figures; None without a calibration to choose by."""
+    labelling = labelling or load_labelling_config(path)
+    left = levels_left_to_cost(path)
+    pinned = Pinned(
+        file_threshold(path), *(None if key in left else getattr(labelling, key) for key in LEVELS)
     )
+    return chosen_levels(labelling, pinned, load_cost_config(path))
+
+
+def settled_labelling(
+    path: Path | None, labelling: LabellingConfig, levels: Expected | None
+) -> LabellingConfig:
+    """`labelling` with the levels the file leaves to the cost model taken from `levels`; without a
+    calibration (or without screening) no item skips screening and none is screened carefully."""
+    if levels is None or not labelling.screening:
+        return labelling
+    left = levels_left_to_cost(path)
+    return dataclasses.replace(
+        labelling,
+        skip_screening_above=(
+            levels.skip if "skip_screening_above" in left else labelling.skip_screening_above
+        ),
+        careful_screening_below=(
+            levels.careful if "careful_screening_below" in left else labelling.careful_screening_below
+        ),
+    )
+
+
+def labelling_settings(path: Path | None = None, **overrides: Any) -> LabellingConfig:
+    """The labelling settings of a command that reads no other phase's table: the file's `[labelling]`
+    table, the command's options (`overrides`, None: not given) over it, its levels settled as a run's."""
+    labelling = load_labelling_config(path, **overrides)
+    if not labelling.screening:
+        return labelling  # no screening levels to choose
+    return settled_labelling(path, labelling, file_levels(path, labelling))
 
 
 @dataclass(frozen=True)
@@ -143,8 +186,9 @@ def left_to_cost(path: Path | None, table: str, key: str) -> bool:
     for it, as they always have; the threshold takes -1 only (a value checked when the file was read)."""
     if path is None:
         return True
-    value = level_in_file(path, table, key)
-    return value is None or (table == "labelling" and value < 0)
+    if table == "labelling":
+        return key in levels_left_to_cost(path)
+    return level_in_file(path, table, key) is None
 
 
 def file_reference(path: Path | None, table: str, key: str) -> str:
