@@ -2,15 +2,17 @@
 
     .venv/bin/python benchmarks/bench_extract.py [--input FILE] [--workers 2] [--small-lines 100000]
 
-Baseline: plain zstd decompression + orjson parsing of every line of the same file (one core): the
-floor that any extraction must pay. Reported: comments/s of both, their ratio, peak memory of the
-whole process tree (sampled from /proc), the same for a 100k-line prefix (memory must not grow with
-input size), and the funnel. Results go to output/bench/bench.json, the candidates of the whole file
-to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gold set's source file the
-candidates are also judged by the Reddit gold set (data/eval): precision, yield, and that none is unjudged.
-The whole file is extracted a second time with the surface pre-filter off: the candidates must be the same;
-and, alternating with the timed runs, without the validity score stage (the score may add at most 10%) and
-with the rules' person detection (the default, the validity score, may take at most 10% longer).
+Baseline: plain zstd decompression + orjson parsing of every line of the same file (one core): the floor
+that any extraction must pay. Reported: comments/s of both, their ratio, peak memory of the whole
+process tree (sampled from /proc), the same for a 100k-line prefix (memory must not grow with input
+size), the funnel, and a run whose workers are started and loaded before it reads (its start-up apart
+from its steady state, comments/s per worker). Results go to output/bench/bench.json, the candidates of
+the whole file to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gold set's
+source file the candidates are also judged by the Reddit gold set (data/eval): precision, yield, and
+that none is unjudged. The whole file is extracted a second time with the surface pre-filter off: the
+candidates must be the same; and, alternating with the timed runs, without the validity score stage (the
+score may add at most 10%) and with the rules' person detection (the default, the validity score, may
+take at most 10% longer).
 Memory is the processes' proportional set size (PSS: what the tree takes, shared pages split), with the
 resident size (RSS: shared pages counted in every process) beside it.
 """
@@ -182,6 +184,47 @@ def extract(
     return Run(path.name, lines, seconds, memory.peak, memory.peak_pss, report.rows, report.stats)
 
 
+@dataclass
+class StartUp:
+    """A run whose workers were started and loaded before the first chunk was read: the seconds until
+    they were ready, then the seconds of the file through them (the steady state)."""
+
+    start_up_seconds: float
+    steady_seconds: float
+    lines: int
+    workers: int
+
+    @property
+    def steady_rate(self) -> float:
+        return self.lines / self.steady_seconds
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "start_up_seconds": round(self.start_up_seconds, 2),
+            "steady_seconds": round(self.steady_seconds, 2),
+            "steady_comments_per_second": round(self.steady_rate),
+            "steady_comments_per_second_per_worker": round(self.steady_rate / self.workers),
+        }
+
+    def describe(self) -> str:
+        return (
+            f"start-up {self.start_up_seconds:.1f} s (workers started, models loaded), then steady state "
+            f"{self.steady_seconds:.1f} s = {self.steady_rate:,.0f} comments/s, "
+            f"{self.steady_rate / self.workers:,.0f} per worker"
+        )
+
+
+def start_up_apart(path: Path, out: Path, workers: int) -> StartUp:
+    """The default extraction of `path` with its start-up timed apart from the rest."""
+    started = time.perf_counter()
+    with Extractor(ExtractConfig(), workers=workers) as extractor:
+        extractor.start()
+        ready = time.perf_counter()
+        report = extractor.extract_file(path, out)
+        done = time.perf_counter()
+    return StartUp(ready - started, done - ready, report.stats["read"].total, workers)
+
+
 class TimedIterator:
     """Counts the seconds spent getting items from an iterator."""
 
@@ -263,6 +306,7 @@ class Measured:
     same: bool
     shares: dict[str, float]
     quality: dict[str, Any] | None
+    start_up: StartUp
 
     @property
     def full(self) -> Run:
@@ -308,6 +352,8 @@ def measure(args: argparse.Namespace) -> Measured:
         unfiltered = extract(
             args.input, work / "unfiltered", args.workers, ExtractConfig(surface_prefilter=False)
         )
+        console.print(f"extraction of {args.input.name} with its workers started first ...")
+        start_up = start_up_apart(args.input, work / "started", args.workers)
         candidates = rows_of(candidates_dir)
         same = candidates == rows_of(work / "unfiltered")
         console.print(f"time per stage on the {args.small_lines:,}-line prefix, one process ...")
@@ -316,7 +362,7 @@ def measure(args: argparse.Namespace) -> Measured:
             profile(prefix, work / "profile")
     quality = gold_check(args.input, candidates)
     return Measured(
-        base, small_base, small, runs, unscored_runs, rules_runs, unfiltered, same, shares, quality
+        base, small_base, small, runs, unscored_runs, rules_runs, unfiltered, same, shares, quality, start_up
     )
 
 
@@ -340,6 +386,7 @@ def results_of(args: argparse.Namespace, measured: Measured) -> dict[str, Any]:
         "full": full.to_dict(),
         "full_runs_seconds": [round(run.seconds, 2) for run in measured.runs],
         "full_median_seconds": round(median(run.seconds for run in measured.runs), 2),
+        "start_up_apart": measured.start_up.to_dict(),
         "stage_seconds_on_prefix": {name: round(seconds, 2) for name, seconds in measured.shares.items()},
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
         "without_surface_prefilter": {**measured.unfiltered.to_dict(), "same_candidates": measured.same},
@@ -377,6 +424,7 @@ def report(args: argparse.Namespace, measured: Measured) -> None:
         f"whole file, median of {len(runs)}: {median_seconds:.1f} s = "
         f"{full.lines / median_seconds:,.0f} comments/s (runs: {listed})"
     )
+    console.print(f"whole file, workers started first: {measured.start_up.describe()}")
     total = sum(measured.shares.values())
     console.print(
         "share of time per stage (one process, prefix): "

@@ -30,6 +30,16 @@ def test_workers_return_results_in_order_with_their_collector_settled() -> None:
     assert min(result[3] for result in results) >= 1_000
 
 
+def test_start_returns_once_every_worker_is_built_and_the_tasks_then_find_them_built() -> None:
+    with WorkerPool(3, Probe) as pool:
+        assert pool.start() == 3
+        started = {pid for _, pid, _, _ in pool.map("describe", ((task,) for task in range(30)))}
+    # The three processes start() waited for ran every task: none was started later.
+    assert len(started) <= 3 and os.getpid() not in started
+    single = WorkerPool(1, Probe)
+    assert single.start() == 1 and isinstance(single.local_worker(), Probe)
+
+
 def test_a_single_worker_runs_here_and_leaves_this_process_collector_alone() -> None:
     threshold = gc.get_threshold()
     with WorkerPool(1, Probe) as pool:

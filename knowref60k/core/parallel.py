@@ -42,6 +42,8 @@ YOUNG_GENERATION_THRESHOLD = 50_000
 PARENT_CHECK_SECONDS = 0.5
 # The exit status of a worker that ended because its parent had died.
 ORPHANED_EXIT = 3
+# How long a worker that is ready keeps the task that asks so (`WorkerPool.start`).
+READY_PAUSE_SECONDS = 0.05
 
 
 def usable_cores() -> int:
@@ -110,6 +112,13 @@ def _call_worker(method: str, *task: Any) -> Any:
     return getattr(_worker, method)(*task)
 
 
+def _ready_worker() -> int:
+    """The pid of a worker whose object is built. It keeps its task a moment, for the other workers to
+    take the others as soon as they are built."""
+    time.sleep(READY_PAUSE_SECONDS)
+    return os.getpid()
+
+
 class WorkerPool:
     """`factory(*args)` once per worker process; `map` calls one of its methods on every task, in order,
     with at most two tasks per worker in flight (constant memory). One worker runs in this process.
@@ -121,12 +130,34 @@ class WorkerPool:
         self._args = args
         self._pool: ProcessPoolExecutor | None = None
         self._local: Any = None
+        # The pids of the workers `start` found built.
+        self._ready: set[int] = set()
 
     def map(self, method: str, tasks: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         if self.workers == 1:
             bound = getattr(self.local_worker(), method)
             yield from (bound(*task) for task in tasks)
             return
+        in_flight: deque[Future[Any]] = deque()
+        for task in tasks:
+            in_flight.append(self._submit(_call_worker, method, *task))
+            if len(in_flight) >= 2 * self.workers:
+                yield in_flight.popleft().result()
+        while in_flight:
+            yield in_flight.popleft().result()
+
+    def start(self) -> int:
+        """Start every worker and wait until each has built its object (loaded its model), so that what
+        a run pays once can be told from what it pays per task; the number of workers ready."""
+        if self.workers == 1:
+            self.local_worker()
+            return 1
+        while len(self._ready) < self.workers:
+            waiting = [self._submit(_ready_worker) for _ in range(self.workers - len(self._ready))]
+            self._ready.update(future.result() for future in waiting)
+        return len(self._ready)
+
+    def _submit(self, function: Callable[..., Any], *arguments: Any) -> Future[Any]:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
@@ -135,15 +166,10 @@ class WorkerPool:
                 initializer=_build_worker,
                 initargs=(os.getpid(), self._factory, *self._args),
             )
-        in_flight: deque[Future[Any]] = deque()
-        for submitted, task in enumerate(tasks):
-            # The first submits start the worker processes, which inherit a blocked SIGINT.
-            with _sigint_blocked() if submitted < self.workers else contextlib.nullcontext():
-                in_flight.append(self._pool.submit(_call_worker, method, *task))
-            if len(in_flight) >= 2 * self.workers:
-                yield in_flight.popleft().result()
-        while in_flight:
-            yield in_flight.popleft().result()
+        # A submit may start a worker process, which inherits a blocked SIGINT.
+        starts = len(self._pool._processes or {}) < self.workers
+        with _sigint_blocked() if starts else contextlib.nullcontext():
+            return self._pool.submit(function, *arguments)
 
     def local_worker(self) -> Any:
         """The worker object of a one-worker pool, which lives in this process: built on first use."""
@@ -164,6 +190,7 @@ class WorkerPool:
                 process.terminate()
         self._pool.shutdown(cancel_futures=True)
         self._pool = None
+        self._ready.clear()
 
     def __enter__(self) -> WorkerPool:
         return self

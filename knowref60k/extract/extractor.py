@@ -105,6 +105,11 @@ class Extractor:
         the first chunk."""
         self._workers.local_worker()
 
+    def start(self) -> int:
+        """Start the workers and wait until each has loaded its model and word lists (otherwise the first
+        chunks wait for them); the number of workers ready."""
+        return self._workers.start()
+
     def file_run(self, path: Path, out_dir: Path) -> FileRun:
         stem = output_stem(path)
         return FileRun(
