@@ -17,10 +17,9 @@ def cost(
 ) -> None:
     """The cost curve (threshold -> expected precision, valid per million comments, votes, person- and
     CPU-seconds per kept valid item) and the levels chosen from the [cost] table."""
-    from knowref60k.labelling.config import LEVELS
     from knowref60k.labelling.cost_model import read_calibration
-    from knowref60k.labelling.levels import Pinned, cost_curve
-    from knowref60k.settings.effective import RunConfig, left_to_cost
+    from knowref60k.labelling.levels import cost_curve
+    from knowref60k.settings.effective import RunConfig, left_to_cost, pinned_by_file
 
     with user_errors():
         run = RunConfig.load(config)
@@ -32,8 +31,7 @@ def cost(
                 "to copy there"
             )
         # The curve varies the threshold around the screening levels the file sets (the others chosen).
-        pins = {key: not left_to_cost(config, "labelling", key) for key in LEVELS}
-        pinned = Pinned(None, *(getattr(labelling, key) if pins[key] else None for key in LEVELS))
+        pinned = pinned_by_file(config, labelling, None)
         thresholds = tuple(round(i * step, 4) for i in range(round(1 / step) + 1))
         curve = cost_curve(calibration, labelling.rules, costs, pinned, thresholds)
     console.print(curve_table(curve, levels, costs))

@@ -130,8 +130,6 @@ class WorkerPool:
         self._args = args
         self._pool: ProcessPoolExecutor | None = None
         self._local: Any = None
-        # The pids of the workers `start` found built.
-        self._ready: set[int] = set()
 
     def map(self, method: str, tasks: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         if self.workers == 1:
@@ -152,10 +150,11 @@ class WorkerPool:
         if self.workers == 1:
             self.local_worker()
             return 1
-        while len(self._ready) < self.workers:
-            waiting = [self._submit(_ready_worker) for _ in range(self.workers - len(self._ready))]
-            self._ready.update(future.result() for future in waiting)
-        return len(self._ready)
+        ready: set[int] = set()
+        while len(ready) < self.workers:
+            waiting = [self._submit(_ready_worker) for _ in range(self.workers - len(ready))]
+            ready.update(future.result() for future in waiting)
+        return len(ready)
 
     def _submit(self, function: Callable[..., Any], *arguments: Any) -> Future[Any]:
         if self._pool is None:
@@ -190,7 +189,6 @@ class WorkerPool:
                 process.terminate()
         self._pool.shutdown(cancel_futures=True)
         self._pool = None
-        self._ready.clear()
 
     def __enter__(self) -> WorkerPool:
         return self

@@ -106,11 +106,16 @@ def file_levels(path: Path | None, labelling: LabellingConfig | None = None) -> 
     for the rules of `labelling` (the file's `[labelling]` table, a command's options over it), with
     their expected figures; None without a calibration to choose by."""
     labelling = labelling or load_labelling_config(path)
-    left = levels_left_to_cost(path)
-    pinned = Pinned(
-        file_threshold(path), *(None if key in left else getattr(labelling, key) for key in LEVELS)
+    return chosen_levels(
+        labelling, pinned_by_file(path, labelling, file_threshold(path)), load_cost_config(path)
     )
-    return chosen_levels(labelling, pinned, load_cost_config(path))
+
+
+def pinned_by_file(path: Path | None, labelling: LabellingConfig, threshold: float | None) -> Pinned:
+    """`threshold` and the screening levels the file sets (as `labelling` holds them); None for each
+    level the file leaves to the cost model."""
+    left = levels_left_to_cost(path)
+    return Pinned(threshold, *(None if key in left else getattr(labelling, key) for key in LEVELS))
 
 
 def settled_labelling(
