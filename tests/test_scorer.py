@@ -222,6 +222,25 @@ def test_the_encoder_reads_each_span_between_its_marks() -> None:
     assert before == "< She > said [ Ann ] met [ Bea ]."
 
 
+def test_a_candidate_scores_alike_alone_in_a_batch_and_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The logit of a candidate depends on nothing else in its batch, so a model remembers it: asked
+    again, the encoder is not run and the probability is the same to the last bit."""
+    from knowref60k.extract.span_model import SpanModel
+
+    longer = spans_of("Bea phoned Ann, and she laughed at the long story she heard.", "Bea", "Ann", "she")
+    candidates = [*SENTENCES, longer]
+    alone = SpanModel()
+    one_by_one = [alone.probabilities([candidate])[0] for candidate in candidates]
+    batched = SpanModel()
+    assert list(batched.probabilities(candidates[::-1])[::-1]) == one_by_one
+
+    def refuse(_candidates: Any) -> None:
+        raise AssertionError("a remembered candidate was encoded again")
+
+    monkeypatch.setattr(batched, "_logits", refuse)
+    assert list(batched.probabilities([*candidates, candidates[0]])) == [*one_by_one, one_by_one[0]]
+
+
 def test_adapters_other_than_the_models_are_refused(tmp_path: Path) -> None:
     from knowref60k.extract.span_model import SpanModel
 
@@ -446,10 +465,10 @@ def test_the_learning_curve_starts_from_the_shipped_scores(tmp_path: Path) -> No
 
 @pytest.mark.integration
 def test_the_learning_curve_drops_with_less_data_on_a_slice(tmp_path: Path) -> None:
-    """Training each fold on a tenth of its comments ranks worse, on the first 1,000 tuning items (the
+    """Training each fold on a tenth of its comments ranks worse, on the first 500 tuning items (the
     whole tuning part: `make rebuild-check`)."""
     check_drops_with_less_data(
-        learning_curve(tmp_path / "curve.json", "--shares", "0.1", "--tuning-items", "1000")
+        learning_curve(tmp_path / "curve.json", "--shares", "0.1", "--tuning-items", "500")
     )
 
 

@@ -40,7 +40,7 @@ from knowref60k.extract.persons import (
     is_sentence_initial,
 )
 from knowref60k.extract.records import NounPhrase, Target, character_span
-from knowref60k.extract.span_model import SpanModel, mapped_folder
+from knowref60k.extract.span_model import SpanModel, mapped_folder, shared_span_model
 
 Array = NDArray[Any]
 ENTITY_GROUPS = {
@@ -323,7 +323,7 @@ class ValidityScorer:
     @cached_property
     def span_model(self) -> SpanModel:
         adapters = self.model.training["span_model"]
-        return SpanModel(self.model_path.parent / adapters["file"], adapters["sha256"])
+        return shared_span_model(self.model_path.parent / adapters["file"], adapters["sha256"])
 
     def scores(self, candidates: Sequence[tuple[Doc, Target, tuple[NounPhrase, NounPhrase]]]) -> list[float]:
         if not candidates:

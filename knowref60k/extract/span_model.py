@@ -11,6 +11,7 @@ import hashlib
 import importlib.metadata
 import logging
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 
 MAX_TOKENS = 128  # what the adapters were trained with; candidates are far shorter
 BATCH = 32
+# Logits kept per loaded model: the evaluation scores the same candidates under several settings in one
+# process. Bounded, since an extraction worker lives for a whole dump.
+REMEMBERED = 65_536
 A, B = ".lora_a", ".lora_b"
 
 
@@ -109,6 +113,7 @@ class SpanModel:
             self.encoder.adapt({name: product(tensors[name + B], tensors[name + A]) for name in adapted})
         self.head_column = tensors["head.weight"].reshape(-1, 1).astype(np.float64)
         self.head_bias = float(tensors["head.bias"].reshape(-1)[0])
+        self.remembered: dict[tuple[str, tuple[Span, ...]], float] = {}
 
     def share(self) -> None:
         """Write the merged encoder to its cache folder, so that the workers started after this map one
@@ -130,16 +135,32 @@ class SpanModel:
             return self._probabilities(candidates)
 
     def _probabilities(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> Array:
-        logits = np.zeros(len(candidates))
-        for start in range(0, len(candidates), BATCH):
-            batch = [marked(text, spans) for text, spans in candidates[start : start + BATCH]]
-            encodings, offsets = self.encoder.token_offsets([text for text, _ in batch])
-            length = len(offsets[0])
-            masks = [span_masks(offsets[row], spans, length) for row, (_, spans) in enumerate(batch)]
-            wanted = np.stack([mask.any(axis=0) for mask in masks])
-            wanted[:, 0] = True  # [CLS]
-            hidden = self.encoder.token_states(encodings, wanted)
-            for row, mask in enumerate(masks):
-                features = pooled(hidden[row], mask)[None]
-                logits[start + row] = product(features, self.head_column, np.float64)[0, 0] + self.head_bias
-        return logistic(logits)
+        """Each candidate's logit is computed once per loaded model: every product is exact and each text
+        is encoded apart from its batch's others, so a remembered logit is the one a new batch gives."""
+        keys = [(text, tuple(spans)) for text, spans in candidates]
+        unknown = list(dict.fromkeys(key for key in keys if key not in self.remembered))
+        for start in range(0, len(unknown), BATCH):
+            batch = unknown[start : start + BATCH]
+            for key, logit in zip(batch, self._logits(batch), strict=True):
+                if len(self.remembered) >= REMEMBERED:
+                    del self.remembered[next(iter(self.remembered))]
+                self.remembered[key] = logit
+        return logistic(np.array([self.remembered[key] for key in keys], dtype=np.float64))
+
+    def _logits(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> list[float]:
+        batch = [marked(text, spans) for text, spans in candidates]
+        encodings, offsets = self.encoder.token_offsets([text for text, _ in batch])
+        length = len(offsets[0])
+        masks = [span_masks(offsets[row], spans, length) for row, (_, spans) in enumerate(batch)]
+        wanted = np.stack([mask.any(axis=0) for mask in masks])
+        wanted[:, 0] = True  # [CLS]
+        hidden = self.encoder.token_states(encodings, wanted)
+        features = [pooled(hidden[row], mask)[None] for row, mask in enumerate(masks)]
+        return [float(product(f, self.head_column, np.float64)[0, 0]) + self.head_bias for f in features]
+
+
+@lru_cache(maxsize=2)
+def shared_span_model(path: Path, sha256: str) -> SpanModel:
+    """One loaded model per process and adapters file: the evaluation and the build scripts extract under
+    several settings in one process, and what a model remembers is the same logits again."""
+    return SpanModel(path, sha256)

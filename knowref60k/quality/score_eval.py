@@ -39,16 +39,24 @@ def judged_candidates(
     """The score-mode extraction of every judged sentence, each candidate with its verdict and its score:
     for a tuning sentence the out-of-fold score of `tune_scores` (the shipped model saw it in training),
     for a held-back one the shipped model's."""
+    from knowref60k.extract.pipeline import STAGES
     from knowref60k.quality.evaluation import extract_sentences
+    from knowref60k.quality.scorer_data import UNSCORED_STAGES
 
     scoring = dataclasses.replace(config, person_detection="score")
-    result = extract_sentences("gold", [item.sentence for item in items], scoring, model_name)
     judged = []
-    for row in result.rows:
-        item = items[row["line_number"] - 1]
-        score = tune_scores.get(item.sentence) if item.split == "tune" else row["validity_score"]
-        if score is not None:
-            judged.append(Judged(item.split, float(score), judge(item, row)))
+    for part in PARTS:
+        # The tuning part's scores are out-of-fold ones: the shipped model's are not computed for it.
+        stages = UNSCORED_STAGES if part == "tune" else STAGES
+        in_part = [item for item in items if item.split == part]
+        if not in_part:
+            continue
+        result = extract_sentences("gold", [item.sentence for item in in_part], scoring, model_name, stages)
+        for row in result.rows:
+            item = in_part[row["line_number"] - 1]
+            score = tune_scores.get(item.sentence) if part == "tune" else row["validity_score"]
+            if score is not None:
+                judged.append(Judged(part, float(score), judge(item, row)))
     return judged
 
 
