@@ -223,15 +223,23 @@ def test_the_encoder_reads_each_span_between_its_marks() -> None:
 
 
 def test_a_candidate_scores_alike_alone_in_a_batch_and_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The logit of a candidate depends on nothing else in its batch, so a model remembers it: asked
-    again, the encoder is not run and the probability is the same to the last bit."""
+    """The logit of a candidate depends on nothing else in its batch (a text of over 32 tokens pads the
+    others past the size at which a product keeps fewer bits), so a model remembers it: asked again, the
+    encoder is not run and the probability is the same to the last bit."""
     from knowref60k.extract.span_model import SpanModel
 
-    longer = spans_of("Bea phoned Ann, and she laughed at the long story she heard.", "Bea", "Ann", "she")
+    longer = spans_of(
+        "Bea phoned Ann from the little station by the old harbour on a cold and windy Sunday morning in "
+        "late November, and she laughed at the long and winding story she heard about the lost ferry.",
+        "Bea",
+        "Ann",
+        "she",
+    )
     candidates = [*SENTENCES, longer]
     alone = SpanModel()
     one_by_one = [alone.probabilities([candidate])[0] for candidate in candidates]
     batched = SpanModel()
+    assert len(batched.encoder.token_offsets([longer[0]])[1][0]) > 32
     assert list(batched.probabilities(candidates[::-1])[::-1]) == one_by_one
 
     def refuse(_candidates: Any) -> None:
@@ -239,6 +247,31 @@ def test_a_candidate_scores_alike_alone_in_a_batch_and_remembered(monkeypatch: p
 
     monkeypatch.setattr(batched, "_logits", refuse)
     assert list(batched.probabilities([*candidates, candidates[0]])) == [*one_by_one, one_by_one[0]]
+
+
+def test_a_model_remembers_the_last_candidates_it_was_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound the least recently asked are forgotten, also within one call that mixes remembered
+    and new candidates."""
+    from knowref60k.extract import span_model
+
+    monkeypatch.setattr(span_model, "REMEMBERED", 2)
+    model = span_model.SpanModel()
+    encoded: list[str] = []
+    logits = {text: float(n) for n, text in enumerate("abcd")}
+
+    def fake_logits(candidates: Any) -> list[float]:
+        encoded.extend(text for text, _ in candidates)
+        return [logits[text] for text, _ in candidates]
+
+    monkeypatch.setattr(model, "_logits", fake_logits)
+    ask = [(text, []) for text in "abcd"]
+    model.probabilities(ask[:2])
+    model.probabilities([ask[0], ask[2]])  # "a" asked again: "b" is the least recent, forgotten
+    assert list(model.remembered) == [("a", ()), ("c", ())]
+    again = model.probabilities([ask[1], ask[0], ask[3]])
+    assert encoded == ["a", "b", "c", "b", "d"]
+    assert list(again) == list(span_model.logistic(np.array([1.0, 0.0, 3.0])))
+    assert list(model.remembered) == [("b", ()), ("d", ())]
 
 
 def test_adapters_other_than_the_models_are_refused(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from knowref60k.core.encoder import Array, MiniLM
+from knowref60k.core.encoder import Array, MiniLM, real_lengths
 from knowref60k.core.errors import UserError
 from knowref60k.core.exact_math import logistic, product
 from knowref60k.core.paths import SPAN_ADAPTER, cache_folder
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 MAX_TOKENS = 128  # what the adapters were trained with; candidates are far shorter
 BATCH = 32
 # Logits kept per loaded model: the evaluation scores the same candidates under several settings in one
-# process. Bounded, since an extraction worker lives for a whole dump.
-REMEMBERED = 65_536
+# process (a few thousand). Bounded, since an extraction worker lives for a whole dump.
+REMEMBERED = 16_384
 A, B = ".lora_a", ".lora_b"
 
 
@@ -113,7 +114,7 @@ class SpanModel:
             self.encoder.adapt({name: product(tensors[name + B], tensors[name + A]) for name in adapted})
         self.head_column = tensors["head.weight"].reshape(-1, 1).astype(np.float64)
         self.head_bias = float(tensors["head.bias"].reshape(-1)[0])
-        self.remembered: dict[tuple[str, tuple[Span, ...]], float] = {}
+        self.remembered: OrderedDict[tuple[str, tuple[Span, ...]], float] = OrderedDict()
 
     def share(self) -> None:
         """Write the merged encoder to its cache folder, so that the workers started after this map one
@@ -135,17 +136,22 @@ class SpanModel:
             return self._probabilities(candidates)
 
     def _probabilities(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> Array:
-        """Each candidate's logit is computed once per loaded model: every product is exact and each text
-        is encoded apart from its batch's others, so a remembered logit is the one a new batch gives."""
+        """Each candidate's logit is computed once per loaded model (the last `REMEMBERED` are kept): it
+        depends on the candidate alone, as every product is exact and each text is encoded and pooled
+        over its own tokens, so a remembered logit is the one any batch gives."""
         keys = [(text, tuple(spans)) for text, spans in candidates]
-        unknown = list(dict.fromkeys(key for key in keys if key not in self.remembered))
+        logits = {key: self.remembered[key] for key in keys if key in self.remembered}
+        for key in logits:
+            self.remembered.move_to_end(key)
+        unknown = [key for key in dict.fromkeys(keys) if key not in logits]
         for start in range(0, len(unknown), BATCH):
             batch = unknown[start : start + BATCH]
-            for key, logit in zip(batch, self._logits(batch), strict=True):
-                if len(self.remembered) >= REMEMBERED:
-                    del self.remembered[next(iter(self.remembered))]
-                self.remembered[key] = logit
-        return logistic(np.array([self.remembered[key] for key in keys], dtype=np.float64))
+            logits.update(zip(batch, self._logits(batch), strict=True))
+        for key in unknown:
+            self.remembered[key] = logits[key]
+        while len(self.remembered) > REMEMBERED:
+            self.remembered.popitem(last=False)
+        return logistic(np.array([logits[key] for key in keys], dtype=np.float64))
 
     def _logits(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> list[float]:
         batch = [marked(text, spans) for text, spans in candidates]
@@ -155,7 +161,12 @@ class SpanModel:
         wanted = np.stack([mask.any(axis=0) for mask in masks])
         wanted[:, 0] = True  # [CLS]
         hidden = self.encoder.token_states(encodings, wanted)
-        features = [pooled(hidden[row], mask)[None] for row, mask in enumerate(masks)]
+        # Pooled over the text's own tokens: the product's rounding depends on its inner size, which the
+        # batch's padding would otherwise set.
+        features = [
+            pooled(hidden[row, :size], masks[row][:, :size])[None]
+            for row, size in enumerate(real_lengths(encodings))
+        ]
         return [float(product(f, self.head_column, np.float64)[0, 0]) + self.head_bias for f in features]
 
 
