@@ -153,8 +153,9 @@ rebuild-check: setup $(EVAL_VENV)/.installed ## Rebuild the fine-tuned encoder a
 eval: setup ## Extraction quality: recall against the KnowRef (2019) reference sentences, precision on the gold set
 	$(KNOWREF60K) measure-extraction --items $(SHARED)/data/knowref2019/knowref2019_reddit_items.json --out output/eval
 
-bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst (fails when a target is missed)
-	@$(PY) benchmarks/bench_extract.py; missed=$$?; $(PY) benchmarks/bench_prepare.py && exit $$missed
+bench: setup ## Speed and memory of extraction and prepare on RC_sample_1M.zst; candidates of both samples as recorded (fails when a target is missed)
+	@$(PY) benchmarks/bench_extract.py; missed=$$?; $(PY) benchmarks/candidate_digests.py || missed=1; \
+		$(PY) benchmarks/bench_prepare.py && exit $$missed
 
 bench-overlap: setup ## Overlap index of RC_sample_1M.zst; WSC / DPR / WinoGrande scored against it (docs/overlap-benchmarks.png)
 	$(PY) benchmarks/bench_overlap.py
