@@ -44,6 +44,10 @@ START_TIMEOUT = 600.0
 LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
 # Threads of each gunicorn worker on PostgreSQL: requests mostly wait on the database.
 THREADS = 8
+# Seconds a worker keeps an idle connection open: longer than the clients keep one (httpx, under the
+# SDK and the annotator sessions: 5 s), so that a client never sends on a connection the server is
+# closing at that moment (gunicorn's gthread worker then resets it: "Connection reset by peer").
+KEEP_ALIVE = 30
 # Label Studio's application with persistent database connections (a folder of its own on its path:
 # the modules of `annotation/` would shadow Label Studio's apps of the same names, such as `tasks`).
 APPLICATION_DIR = Path(__file__).parent / "labelstudio_app"
@@ -259,7 +263,7 @@ class Server(Background):
             *("--pythonpath", f"{label_studio_package_dir()},{APPLICATION_DIR}"),
             *("--bind", f"127.0.0.1:{self.settings.port}"),
             *("--workers", str(workers), "--worker-class", "gthread"),
-            *("--threads", str(THREADS), "--timeout", "120"),
+            *("--threads", str(THREADS), "--timeout", "120", "--keep-alive", str(KEEP_ALIVE)),
         ]
 
     def initialise(self, environment: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -360,3 +361,21 @@ def test_a_partial_env_file_is_completed_keeping_what_it_holds(
     settings = load_settings(path, create=True)
     assert settings.url == "http://127.0.0.1:8111" and settings.username and settings.api_key
     assert mode(path) == 0o600 and load_settings(path) == settings
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_server_keeps_an_idle_connection_open_longer_than_its_clients_do(database: str) -> None:
+    """A client that sends on a connection the server is closing at that moment is reset: the clients
+    (httpx, under the SDK and the annotator sessions) must give up an idle connection first."""
+    settings = Settings(
+        url="http://127.0.0.1:8123",
+        username="a@example.test",
+        password="p",
+        api_key="k",
+        project="p",
+        database=database,
+        workers=3,
+    )
+    command = Server(settings).command()
+    keep_alive = float(command[command.index("--keep-alive") + 1])
+    assert keep_alive > httpx.Limits().keepalive_expiry
