@@ -89,7 +89,7 @@ $(VENV)/.compiled: $(VENV)/.model $(VENV)/.encoder $(VENV)/.crowd
 
 # Label Studio's server pins packages Prefect cannot live with (docs/decisions.md, "Label Studio"): its own venv.
 $(LS_VENV)/.installed: annotation/requirements-labelstudio.lock | $(VENV)/.installed
-	@echo "set-up: installing annotation/requirements-labelstudio.lock into $(LS_VENV) (Label Studio's own environment)"
+	@echo "set-up: installing annotation/requirements-labelstudio.lock into $(LS_VENV) (Label Studio's own environment) and migrating the database new data folders start from"
 	@$(KNOWREF60K) labelstudio setup --environment $(LS_VENV)
 	@touch $@
 

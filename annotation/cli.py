@@ -313,15 +313,31 @@ def setup_environment(
     compile_modules: Annotated[
         bool, typer.Option("--compile/--no-compile", help="Byte-compile it now rather than on first start.")
     ] = True,
+    migrate: Annotated[
+        bool,
+        typer.Option(
+            "--migrate/--no-migrate",
+            help="Apply the migrations new SQLite data folders start from now rather than on first start.",
+        ),
+    ] = True,
 ) -> None:
     """Make Label Studio's own Python environment from the hashed lock shipped with the package (uv when
-    it is installed, else pip); a second run with the same lock does nothing."""
+    it is installed, else pip), and its migrated database that new SQLite data folders start from; a second
+    run with the same lock does nothing."""
     from .environment import default_environment, make_environment
+    from .migrated import FAILURES, migrated_database
+    from .server import START_TIMEOUT
 
     folder = environment or default_environment()
     with one_line_errors():
         made = make_environment(folder, compile_modules)
+        try:
+            migrated = migrated_database(folder / "bin" / "label-studio", START_TIMEOUT) if migrate else None
+        except FAILURES as error:
+            raise UserError(f"{folder}: Label Studio's migrations failed: {error}") from None
     typer.echo(f"Label Studio's environment {'made' if made else 'already made'} in {folder}")
+    if migrated:
+        typer.echo(f"the database new SQLite data folders start from: {migrated}")
 
 
 @contextlib.contextmanager

@@ -31,6 +31,15 @@ def default_environment() -> Path:
     return home() / ".venv-labelstudio"
 
 
+# Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
+LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
+
+
+def own_environment() -> dict[str, str]:
+    """This process's environment variables without those Label Studio would misread."""
+    return {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
+
+
 def label_studio_program() -> Path:
     """The `label-studio` command the server runs: KNOWREF60K_LABELSTUDIO_BIN, else the one of
     `.venv-labelstudio/` in the user's home folder (`knowref60k labelstudio setup` makes it)."""
@@ -70,3 +79,17 @@ def make_environment(environment: Path, compile_modules: bool = True) -> bool:
             raise UserError(f"{environment}: making Label Studio's environment failed at `{step[0]}`: {last}")
     marker.write_text(digest + "\n", encoding="utf-8")
     return True
+
+
+def installed_label_studio(label_studio: Path) -> str | None:
+    """The version of Label Studio installed in the environment of its `label_studio` command, read
+    from the distribution's metadata folder (no process started); None when there is none."""
+    found = in_its_site_packages(label_studio, "label_studio-*.dist-info")
+    return found.name.removeprefix("label_studio-").removesuffix(".dist-info") if found else None
+
+
+def in_its_site_packages(label_studio: Path, pattern: str) -> Path | None:
+    """What matches `pattern` in the site-packages of the environment of the `label-studio` command
+    (the newest Python's, should there be several); None when nothing does."""
+    found = sorted(label_studio.parent.parent.glob(f"lib/python*/site-packages/{pattern}"))
+    return found[-1] if found else None

@@ -27,7 +27,7 @@ from knowref60k.core.io import private_dir
 from knowref60k.labelling.labelstudio_table import POSTGRESQL, SQLITE
 
 from .database import POSTGRES_PORT_OFFSET, LocalPostgres, database_environment
-from .environment import label_studio_program
+from .environment import in_its_site_packages, installed_label_studio, label_studio_program, own_environment
 from .labelstudio_app.labelstudio_contract import (
     HEALTH_PATH,
     INIT_COMMAND,
@@ -35,13 +35,12 @@ from .labelstudio_app.labelstudio_contract import (
     RECEIVER_VARIABLE,
     SETTINGS_MODULE,
 )
+from .migrated import seed_database
 from .settings import Settings, receiver_url, state_lock
 from .webhooks import banned_networks
 
-# First start on a fresh SQLite database runs migrations (about two minutes measured here).
+# Migrating a new database (migrated.py, or PostgreSQL's) takes minutes on a busy machine.
 START_TIMEOUT = 600.0
-# Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
-LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
 # Threads of each gunicorn worker on PostgreSQL: requests mostly wait on the database.
 THREADS = 8
 # Seconds a worker keeps an idle connection open: longer than the clients keep one (httpx, under the
@@ -171,7 +170,7 @@ class Server(Background):
         return _answers(f"{self.settings.url}{HEALTH_PATH}")
 
     def environment(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
+        env = own_environment()
         env.update(self.label_studio_variables())
         env[CONNECTION_MAX_AGE] = str(connection_max_age())
         env[RECEIVER_VARIABLE] = receiver_url(self.settings)
@@ -267,8 +266,11 @@ class Server(Background):
         ]
 
     def initialise(self, environment: dict[str, str]) -> None:
-        """What `label-studio start` does before it serves: apply the migrations, make the admin login."""
+        """What `label-studio start` does before it serves: apply the migrations (a new SQLite data folder
+        starts from the environment's migrated database: migrated.py), make the admin login."""
         with self.log_file.open("ab") as log:
+            if self.settings.database == SQLITE:
+                seed_database(label_studio_program(), self.data_dir, START_TIMEOUT)
             try:
                 done = subprocess.run(
                     [str(label_studio_program()), *INIT_COMMAND],
@@ -322,13 +324,6 @@ def connection_max_age() -> int:
     return int(given)
 
 
-def installed_label_studio(label_studio: Path) -> str | None:
-    """The version of Label Studio installed in the environment of its `label_studio` command, read
-    from the distribution's metadata folder (no process started); None when there is none."""
-    found = in_its_site_packages(label_studio, "label_studio-*.dist-info")
-    return found.name.removeprefix("label_studio-").removesuffix(".dist-info") if found else None
-
-
 def version_note(installed: str | None) -> str | None:
     """One line when the installed Label Studio is not the release the contract was read from, which
     requirements-labelstudio.lock pins; None when it is."""
@@ -370,13 +365,6 @@ def label_studio_package_dir() -> Path:
             f"no label_studio package beside {label_studio_program()}: run `knowref60k labelstudio setup`"
         )
     return found
-
-
-def in_its_site_packages(label_studio: Path, pattern: str) -> Path | None:
-    """What matches `pattern` in the site-packages of the environment of the `label-studio` command
-    (the newest Python's, should there be several); None when nothing does."""
-    found = sorted(label_studio.parent.parent.glob(f"lib/python*/site-packages/{pattern}"))
-    return found[-1] if found else None
 
 
 def receiver_addresses(settings: Settings) -> set[str]:

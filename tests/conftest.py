@@ -294,8 +294,9 @@ def label_studio(label_studio_server: Server) -> Settings:
 
 @pytest.fixture(scope="session")
 def label_studio_template(tmp_path_factory: pytest.TempPathFactory) -> Server:
-    """A stopped Label Studio whose database is migrated and has its admin, made once per test run: the
-    first start takes about two minutes, a copy of its data starts in seconds."""
+    """A stopped Label Studio whose database is migrated and has its admin, made once per test run from
+    the environment's migrated database (`make test`'s set-up makes it); a copy of its data starts in
+    seconds."""
     import orjson
 
     from knowref60k_annotation.environment import label_studio_program

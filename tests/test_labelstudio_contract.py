@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from knowref60k_annotation.environment import label_studio_program
+from knowref60k_annotation.environment import installed_label_studio, label_studio_program
 from knowref60k_annotation.labelstudio_app import labelstudio_contract as contract
-from knowref60k_annotation.server import CONTRACT, installed_label_studio, version_note
+from knowref60k_annotation.server import CONTRACT, version_note
 from tests.conftest import REPO, missing_prerequisite
 
 pytestmark = pytest.mark.integration

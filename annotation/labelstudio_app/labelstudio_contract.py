@@ -110,6 +110,11 @@ ENVIRONMENT_VARIABLES = (
 READ_BY = ("core/settings/base.py", "core/settings/label_studio.py", "server.py")
 # Its command line (server.py): `init` migrates and makes the admin login; gunicorn then serves.
 INIT_COMMAND = ("init", "--no-browser")
+# Every command applies the migrations first; `version` then only prints (migrated.py: the migrated
+# database a new SQLite data folder starts from).
+MIGRATE_COMMAND = ("version",)
+# Its SQLite database, in the data folder (LABEL_STUDIO_BASE_DATA_DIR).
+SQLITE_FILE = "label_studio.sqlite3"
 
 
 @dataclass(frozen=True)
@@ -266,11 +271,31 @@ def _spellings(name: str) -> tuple[str, str]:
 def _commands() -> str | None:
     from core.argparser import parse_input_args
 
-    try:
-        parse_input_args(list(INIT_COMMAND))
-    except SystemExit:
-        return f"`label-studio {' '.join(INIT_COMMAND)}` is refused"
+    for command in (INIT_COMMAND, MIGRATE_COMMAND):
+        try:
+            parse_input_args(list(command))
+        except SystemExit:
+            return f"`label-studio {' '.join(command)}` is refused"
     return None
+
+
+def _migrations_first() -> str | None:
+    """`label-studio` applies the migrations before it looks at its command."""
+    import inspect
+
+    from label_studio import server
+
+    source = inspect.getsource(server.main)
+    migrate, command = source.find("_apply_database_migrations()"), source.find("input_args.command ==")
+    return None if 0 <= migrate < command else "the migrations no longer run before every command"
+
+
+def _sqlite_file() -> str | None:
+    from django.conf import settings
+
+    found = Path(settings.DATABASES["default"]["NAME"])
+    expected = Path(os.environ["LABEL_STUDIO_BASE_DATA_DIR"]) / SQLITE_FILE
+    return None if found == expected else f"its SQLite database is {found}, not {expected}"
 
 
 ASSUMPTIONS = (
@@ -289,6 +314,8 @@ ASSUMPTIONS = (
     Assumption("access gate", _gate),
     Assumption("environment variables", _environment),
     Assumption("command line", _commands),
+    Assumption("migrations before every command", _migrations_first),
+    Assumption("SQLite database file", _sqlite_file),
 )
 
 
