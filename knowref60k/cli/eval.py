@@ -44,7 +44,7 @@ def evaluate_recall(
     ] = True,
 ) -> None:
     """Recall, the rules' precision and yield, and the validity score's curve, targets and ablation."""
-    from knowref60k.extract.nlp import resolve_model_name
+    from knowref60k.extract.nlp import resolve_model_name, shared_pipeline
     from knowref60k.quality.evaluation import evaluate, evaluate_modes, load_reference
     from knowref60k.quality.gold import GOLD_FILE, gold_metadata, load_gold, score_gold
     from knowref60k.quality.score_eval import RULES
@@ -58,7 +58,9 @@ def evaluate_recall(
         comments = gold_metadata(gold)["source_comments"]
         threshold = recall_floor()
         rules_settings = dataclasses.replace(settings, person_detection=RULES)
-        with console.status("extraction on the KnowRef sentences and the gold set; the score's curve"):
+        analysing = "extraction on the KnowRef sentences and the gold set; the score's curve"
+        # Every setting analyses the same sentences: spaCy's analyses are remembered across them.
+        with console.status(analysing), shared_pipeline(model_name).remembering():
             results = evaluate_modes(
                 reference, settings, model_name, [{"max_connectives": 1}, {"max_connectives": 2}]
             )
@@ -113,6 +115,7 @@ def score_report(
     from knowref60k.quality.training import (
         ablation,
         check_tuning,
+        out_of_fold,
         out_of_fold_by_sentence,
         span_out_of_fold,
     )
@@ -120,9 +123,10 @@ def score_report(
     tune = [example for example in examples(items, model_name) if example.item.split == "tune"]
     span_scores = span_out_of_fold(model_name)
     check_tuning(tune, span_scores)
-    tune_scores = out_of_fold_by_sentence(tune, span_scores)
+    trees = out_of_fold(tune)
+    tune_scores = out_of_fold_by_sentence(tune, trees, span_scores)
     report = evaluate_score(items, settings, model_name, comments, threshold, tune_scores)
-    return {**report, "ablation": ablation(tune, span_scores)}
+    return {**report, "ablation": ablation(tune, trees, span_scores)}
 
 
 def person_ablation(reference: Any, settings: Any, model_name: str) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from knowref60k.core.config import DEFAULT_MODELS, MODEL_ENV_VAR, is_installed
 from knowref60k.core.errors import UserError
 from knowref60k.core.io import read_tsv_rows
 from knowref60k.core.paths import DATA_DIR
+from knowref60k.extract.remembered import ENTITIES, TAGGING, RememberedAnalyses
 from knowref60k.extract.spacy_arithmetic import stabilise
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,7 @@ class Pipeline:
         self._ner = [(n, p) for n, p in self.nlp.pipeline if n in NER_COMPONENTS]
         if isinstance(self.nlp.tokenizer, Tokenizer):  # a custom tokenizer has no cache to warm
             warm_tokenizer(self.nlp.tokenizer, frequent_words())
+        self.remembered: RememberedAnalyses | None = None
         log.info("loaded spaCy pipeline %s %s", model_name, self.version)
 
     def chunk_zone(self) -> AbstractContextManager[Any]:
@@ -180,12 +182,33 @@ class Pipeline:
         doc: Doc = self.sentencizer(self.nlp.make_doc(paragraph))
         return doc
 
+    @contextmanager
+    def remembering(self) -> Iterator[RememberedAnalyses]:
+        """Within it, a doc whose tokens were tagged (or whose entities were found) before gets what was
+        found then (remembered.py): for a process that extracts the same sentences under several
+        settings. Forgotten on the way out."""
+        if self.remembered is not None:
+            yield self.remembered
+            return
+        self.remembered = RememberedAnalyses()
+        try:
+            yield self.remembered
+        finally:
+            log.info("%d analyses of sentences analysed before recalled", self.remembered.recalled)
+            self.remembered = None
+
     def tag(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
-        return _run(self._taggers, docs, batch_size)
+        if self.remembered is None:
+            return _run(self._taggers, docs, batch_size)
+        return self.remembered.analysed(TAGGING, docs, lambda fresh: _run(self._taggers, fresh, batch_size))
 
     def recognise_entities(self, docs: Iterable[Doc], batch_size: int = 256) -> None:
         """Label the entities of every doc (in place: `doc.ents`, `token.ent_type_`)."""
-        for _doc in _run(self._ner, docs, batch_size):
+        if self.remembered is None:
+            found = _run(self._ner, docs, batch_size)
+        else:
+            found = self.remembered.analysed(ENTITIES, docs, lambda fresh: _run(self._ner, fresh, batch_size))
+        for _doc in found:
             pass  # the components write into each doc; running the stream is the work
 
 

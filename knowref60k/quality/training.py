@@ -269,19 +269,22 @@ def feature_groups() -> dict[str, list[int]]:
     }
 
 
-def out_of_fold_by_sentence(data: Sequence[Example], span_scores: Mapping[str, float]) -> dict[str, float]:
-    """Each tuning sentence's out-of-fold score, for curves that must not use what the model saw."""
-    scores = combined(data, out_of_fold(data), span_scores)
+def out_of_fold_by_sentence(
+    data: Sequence[Example], trees: Array, span_scores: Mapping[str, float]
+) -> dict[str, float]:
+    """Each tuning sentence's out-of-fold score (`trees`: the trees' `out_of_fold` scores of `data`), for
+    curves that must not use what the model saw."""
+    scores = combined(data, trees, span_scores)
     return {e.item.sentence: round(float(s), 6) for e, s in zip(data, scores, strict=True)}
 
 
-def ablation(data: Sequence[Example], span_scores: Mapping[str, float]) -> list[dict[str, Any]]:
-    """Average precision of the whole score's out-of-fold values, without either half, and without each
-    feature group of the trees in turn (the encoder's half kept)."""
+def ablation(data: Sequence[Example], trees: Array, span_scores: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Average precision of the whole score's out-of-fold values (`trees`: the trees' `out_of_fold` scores
+    of `data`), without either half, and without each feature group of the trees in turn (the encoder's
+    half kept)."""
     from sklearn.metrics import average_precision_score
 
     labels = np.array([e.valid for e in data], dtype=int)
-    trees = out_of_fold(data)
     encoder = np.array([span_scores[e.item.sentence] for e in data])
     scores = {
         "(nothing)": combine(trees, encoder),
