@@ -105,6 +105,6 @@ def copy_database(source: Path, target: Path) -> None:
     write-ahead log)."""
     if not source.is_file():
         raise RuntimeError(f"no database at {source}")
-    reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    reader = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True)
     with contextlib.closing(reader), contextlib.closing(sqlite3.connect(target)) as writer:
         reader.backup(writer)

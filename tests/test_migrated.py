@@ -11,12 +11,12 @@ import pytest
 
 from knowref60k_annotation.environment import label_studio_program
 from knowref60k_annotation.labelstudio_app.labelstudio_contract import SQLITE_FILE
-from knowref60k_annotation.migrated import migrated_database, seed_database
+from knowref60k_annotation.migrated import copy_database, migrated_database, seed_database
 from knowref60k_annotation.server import START_TIMEOUT, Server
 
 
 def rows(database: Path, query: str) -> list[tuple[object, ...]]:
-    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as connection:
+    with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as connection:
         return connection.execute(query).fetchall()
 
 
@@ -51,3 +51,15 @@ def test_a_folder_that_has_a_database_keeps_it(tmp_path: Path) -> None:
     database.write_bytes(b"kept")
     seed_database(tmp_path / "nowhere" / "bin" / "label-studio", tmp_path, START_TIMEOUT)
     assert database.read_bytes() == b"kept"
+
+
+def test_a_copy_is_whole_wherever_the_database_lies(tmp_path: Path) -> None:
+    """SQLite opens the source by a URI: a folder named with `?`, `#` or `%` must not cut it short."""
+    folder = tmp_path / "a ?#% b"
+    folder.mkdir()
+    source, target = folder / "source.sqlite3", folder / "copy.sqlite3"
+    with contextlib.closing(sqlite3.connect(source)) as connection:
+        connection.executescript("CREATE TABLE t (x); INSERT INTO t VALUES (1), (2);")
+        connection.commit()
+    copy_database(source, target)
+    assert rows(target, "SELECT x FROM t") == [(1,), (2,)]
