@@ -323,7 +323,7 @@ def setup_environment(
 ) -> None:
     """Make Label Studio's own Python environment from the hashed lock shipped with the package (uv when
     it is installed, else pip), and its migrated database that new SQLite data folders start from; a second
-    run with the same lock does nothing."""
+    run with the same lock installs nothing."""
     from .environment import default_environment, make_environment
     from .migrated import FAILURES, migrated_database
     from .server import START_TIMEOUT

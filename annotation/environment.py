@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,5 +92,8 @@ def installed_label_studio(label_studio: Path) -> str | None:
 def in_its_site_packages(label_studio: Path, pattern: str) -> Path | None:
     """What matches `pattern` in the site-packages of the environment of the `label-studio` command
     (the newest Python's, should there be several); None when nothing does."""
-    found = sorted(label_studio.parent.parent.glob(f"lib/python*/site-packages/{pattern}"))
+    found = sorted(
+        label_studio.parent.parent.glob(f"lib/python*/site-packages/{pattern}"),
+        key=lambda path: [int(number) for number in re.findall(r"\d+", path.parent.parent.name)],
+    )
     return found[-1] if found else None

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 # What making or copying the migrated database can fail with.
 FAILURES = (OSError, sqlite3.Error, RuntimeError, subprocess.SubprocessError)
 
+# Variables of this process that would send the migrations elsewhere: another database file, or SQLite's
+# write-ahead log (which a read-only copy could not open).
+FOREIGN_VARIABLES = ("DATABASE_NAME", "HEARTEX_DATABASE_NAME", "AZURE_MOUNT_FIX")
 # What the migrations run with: SQLite, offline, silent.
 MIGRATION_VARIABLES = {
     "DJANGO_DB": "sqlite",
@@ -45,7 +48,12 @@ def seed_database(program: Path, data_dir: Path, timeout: float) -> None:
     if target.exists():
         return
     try:
-        copy_database(migrated_database(program, timeout), target)
+        migrated = migrated_database(program, timeout)
+        try:
+            copy_database(migrated, target)
+        except sqlite3.DatabaseError:
+            migrated.unlink(missing_ok=True)  # unreadable: the next start makes it again
+            raise
     except FAILURES as error:
         target.unlink(missing_ok=True)
         log.warning("Label Studio migrates %s itself (no migrated copy: %s)", data_dir, error)
@@ -67,6 +75,8 @@ def migrated_database(program: Path, timeout: float) -> Path:
     with (folder / "migrated.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
+            for left in folder.glob("migrating-*"):  # by a process killed while it held the lock
+                shutil.rmtree(left, ignore_errors=True)
             migrate_into(path, program, timeout)
     return path
 
@@ -76,7 +86,13 @@ def migrate_into(path: Path, program: Path, timeout: float) -> None:
     whole or not at all."""
     scratch = Path(tempfile.mkdtemp(prefix="migrating-", dir=path.parent))
     try:
-        variables = {**own_environment(), **MIGRATION_VARIABLES, "LABEL_STUDIO_BASE_DATA_DIR": str(scratch)}
+        inherited = {key: value for key, value in own_environment().items() if key not in FOREIGN_VARIABLES}
+        variables = {
+            **inherited,
+            **MIGRATION_VARIABLES,
+            "LABEL_STUDIO_BASE_DATA_DIR": str(scratch),
+            "LABEL_STUDIO_DATABASE_NAME": str(scratch / SQLITE_FILE),
+        }
         with (path.parent / "migrated.log").open("ab") as output:
             done = subprocess.run(
                 [str(program), *MIGRATE_COMMAND],

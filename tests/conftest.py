@@ -92,7 +92,11 @@ LONG_MODULES = (
     "test_scorer.py",
     "test_flows.py",
     "test_receiver.py",
+    "test_installed.py",
+    "test_annotate_cli.py",
     "test_faults.py",
+    "test_flows_on_dumps.py",
+    "test_model_evaluation.py",
     "test_debias.py",
     "test_screening_examples.py",
 )

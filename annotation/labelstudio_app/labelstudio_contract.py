@@ -99,10 +99,11 @@ WRITER_IS_THE_REQUESTER = {
     "AnnotationsListAPI.perform_create": "'updated_by': user",
     "AnnotationAPI.update": "updated_by=request.user",
 }
-# The environment variables server.py and database.py hand Label Studio: each must still be read by its
-# settings or its command line (which read NAME, or LABEL_STUDIO_NAME for some).
+# The environment variables server.py, database.py and migrated.py hand Label Studio: each must still be
+# read by its settings or its command line (which read NAME, or LABEL_STUDIO_NAME for some).
 ENVIRONMENT_VARIABLES = (
-    "LABEL_STUDIO_BASE_DATA_DIR LABEL_STUDIO_USERNAME LABEL_STUDIO_PASSWORD LABEL_STUDIO_USER_TOKEN "
+    "LABEL_STUDIO_BASE_DATA_DIR LABEL_STUDIO_DATABASE_NAME LABEL_STUDIO_USERNAME LABEL_STUDIO_PASSWORD "
+    "LABEL_STUDIO_USER_TOKEN "
     "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN SSRF_PROTECTION_ENABLED USE_DEFAULT_BANNED_SUBNETS "
     "USER_ADDITIONAL_BANNED_SUBNETS COLLECT_ANALYTICS SENTRY_DSN FRONTEND_SENTRY_DSN LATEST_VERSION_CHECK "
     "DJANGO_DB POSTGRE_NAME POSTGRE_USER POSTGRE_PASSWORD POSTGRE_HOST POSTGRE_PORT"
