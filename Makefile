@@ -119,12 +119,11 @@ lint: setup ## ruff check, ruff format --check, mypy
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist); tests that share an expensive session fixture
 # (a Label Studio template, the evaluation) are built once per run by whichever worker asks first
-# (tests/conftest.py, once_per_run); a module's tests stay on one worker (its module fixtures), handed out in
-# the order conftest.py gives them, the longest first (xdist would otherwise order modules by their count of tests).
+# (tests/conftest.py, once_per_run); a module's tests stay on one worker (its module fixtures).
 TEST_WORKERS ?= 2
 # One OpenMP thread per process: with a worker per core, scikit-learn's thread pools spun against the other
 # worker's (a tree fit took ten times as long beside it; alone, one thread is as fast as two).
-PYTEST := OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+PYTEST := OMP_NUM_THREADS=1 $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 unit: setup ## Only the fast unit tests
 	$(PYTEST) -m "not integration"

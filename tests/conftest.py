@@ -84,19 +84,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# The longest modules first (of the whole suite, then of the unit tests), so that on two workers
-# (pytest-xdist, one module per worker at a time) no worker is left alone with a long module at the end
-# (`make test` lists the slowest tests).
+# The longest modules first (of the whole suite, then of the unit tests) in a run without workers. With
+# them, pytest-xdist hands out the modules with the most tests first and keeps this order among modules
+# with as many: handed out longest first, the evaluation and the scorer's tests ran side by side, and the
+# scorer's waited for the gold examples the evaluation was computing (a fresh-clone suite took longer).
 LONG_MODULES = (
     "test_evaluation.py",
     "test_scorer.py",
     "test_flows.py",
     "test_receiver.py",
-    "test_installed.py",
-    "test_annotate_cli.py",
     "test_faults.py",
-    "test_flows_on_dumps.py",
-    "test_model_evaluation.py",
     "test_debias.py",
     "test_screening_examples.py",
 )
