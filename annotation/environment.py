@@ -32,6 +32,13 @@ def default_environment() -> Path:
     return home() / ".venv-labelstudio"
 
 
+# Label Studio offline and silent: no usage data, no error reports, no version check.
+QUIET_VARIABLES = {
+    "COLLECT_ANALYTICS": "false",
+    "SENTRY_DSN": "",
+    "FRONTEND_SENTRY_DSN": "",
+    "LATEST_VERSION_CHECK": "false",
+}
 # Label Studio also reads these plain names; a stray USERNAME or PORT must not leak into it.
 LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
 

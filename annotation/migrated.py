@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .environment import installed_label_studio, own_environment
+from .environment import QUIET_VARIABLES, installed_label_studio, own_environment
 from .labelstudio_app.labelstudio_contract import MIGRATE_COMMAND, SQLITE_FILE
 
 log = logging.getLogger(__name__)
@@ -31,13 +31,7 @@ FAILURES = (OSError, sqlite3.Error, RuntimeError, subprocess.SubprocessError)
 # write-ahead log (which a read-only copy could not open).
 FOREIGN_VARIABLES = ("DATABASE_NAME", "HEARTEX_DATABASE_NAME", "AZURE_MOUNT_FIX")
 # What the migrations run with: SQLite, offline, silent.
-MIGRATION_VARIABLES = {
-    "DJANGO_DB": "sqlite",
-    "COLLECT_ANALYTICS": "false",
-    "LATEST_VERSION_CHECK": "false",
-    "SENTRY_DSN": "",
-    "FRONTEND_SENTRY_DSN": "",
-}
+MIGRATION_VARIABLES = {"DJANGO_DB": "sqlite", **QUIET_VARIABLES}
 
 
 def seed_database(program: Path, data_dir: Path, timeout: float) -> None:
