@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from importlib.resources import files
 from pathlib import Path
 
@@ -43,9 +44,10 @@ QUIET_VARIABLES = {
 LEAKY_VARIABLES = ("USERNAME", "PASSWORD", "PORT", "HOST")
 
 
-def own_environment() -> dict[str, str]:
-    """This process's environment variables without those Label Studio would misread."""
-    return {key: value for key, value in os.environ.items() if key not in LEAKY_VARIABLES}
+def own_environment(excluding: Collection[str] = ()) -> dict[str, str]:
+    """This process's environment variables without those Label Studio would misread, nor `excluding`."""
+    left_out = {*LEAKY_VARIABLES, *excluding}
+    return {key: value for key, value in os.environ.items() if key not in left_out}
 
 
 def label_studio_program() -> Path:

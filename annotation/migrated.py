@@ -80,9 +80,8 @@ def migrate_into(path: Path, program: Path, timeout: float) -> None:
     whole or not at all."""
     scratch = Path(tempfile.mkdtemp(prefix="migrating-", dir=path.parent))
     try:
-        inherited = {key: value for key, value in own_environment().items() if key not in FOREIGN_VARIABLES}
         variables = {
-            **inherited,
+            **own_environment(excluding=FOREIGN_VARIABLES),
             **MIGRATION_VARIABLES,
             "LABEL_STUDIO_BASE_DATA_DIR": str(scratch),
             "LABEL_STUDIO_DATABASE_NAME": str(scratch / SQLITE_FILE),

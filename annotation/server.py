@@ -184,21 +184,19 @@ class Server(Background):
 
     def label_studio_variables(self) -> dict[str, str]:
         """What this server hands Label Studio (each is in the contract's ENVIRONMENT_VARIABLES)."""
-        variables = (
-            dict(
-                LABEL_STUDIO_BASE_DATA_DIR=str(self.data_dir),
-                LABEL_STUDIO_USERNAME=self.settings.username,
-                LABEL_STUDIO_PASSWORD=self.settings.password,
-                LABEL_STUDIO_USER_TOKEN=self.settings.api_key,
-                # The admin token above is a "legacy" token: refused unless enabled on the first start.
-                LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
-                # Any account can create webhooks and imports by URL: the SSRF guard refuses every private or
-                # reserved address but the vote receiver's own.
-                SSRF_PROTECTION_ENABLED="true",
-                USE_DEFAULT_BANNED_SUBNETS="false",
-                USER_ADDITIONAL_BANNED_SUBNETS=",".join(banned_networks(receiver_addresses(self.settings))),
-            )
-            | QUIET_VARIABLES
+        variables = dict(
+            LABEL_STUDIO_BASE_DATA_DIR=str(self.data_dir),
+            LABEL_STUDIO_USERNAME=self.settings.username,
+            LABEL_STUDIO_PASSWORD=self.settings.password,
+            LABEL_STUDIO_USER_TOKEN=self.settings.api_key,
+            # The admin token above is a "legacy" token: refused unless enabled on the first start.
+            LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
+            # Any account can create webhooks and imports by URL: the SSRF guard refuses every private or
+            # reserved address but the vote receiver's own.
+            SSRF_PROTECTION_ENABLED="true",
+            USE_DEFAULT_BANNED_SUBNETS="false",
+            USER_ADDITIONAL_BANNED_SUBNETS=",".join(banned_networks(receiver_addresses(self.settings))),
+            **QUIET_VARIABLES,
         )
         return variables | database_environment(self.settings.database, self.state_dir, self.settings.port)
 

@@ -198,18 +198,20 @@ class Pipeline:
             self.remembered = None
 
     def tag(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
-        if self.remembered is None:
-            return _run(self._taggers, docs, batch_size)
-        return self.remembered.analysed(TAGGING, docs, lambda fresh: _run(self._taggers, fresh, batch_size))
+        return self._analysed(TAGGING, self._taggers, docs, batch_size)
 
     def recognise_entities(self, docs: Iterable[Doc], batch_size: int = 256) -> None:
         """Label the entities of every doc (in place: `doc.ents`, `token.ent_type_`)."""
-        if self.remembered is None:
-            found = _run(self._ner, docs, batch_size)
-        else:
-            found = self.remembered.analysed(ENTITIES, docs, lambda fresh: _run(self._ner, fresh, batch_size))
-        for _doc in found:
+        for _doc in self._analysed(ENTITIES, self._ner, docs, batch_size):
             pass  # the components write into each doc; running the stream is the work
+
+    def _analysed(
+        self, kind: str, components: Sequence[tuple[str, Any]], docs: Iterable[Doc], batch_size: int
+    ) -> Iterator[Doc]:
+        """`docs` through `components`, or, while remembering, only those not analysed so before."""
+        if self.remembered is None:
+            return _run(components, docs, batch_size)
+        return self.remembered.analysed(kind, docs, lambda fresh: _run(components, fresh, batch_size))
 
 
 @lru_cache(maxsize=2)
