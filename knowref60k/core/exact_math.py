@@ -39,12 +39,14 @@ def exact_bits(inner: int) -> int:
 def blocked(array: Array, axis: int, bits: int) -> Array:
     """`array` as float64, each slice along `axis` rounded to `bits` significant bits below the largest
     magnitude in it (a slice of zeros stays zero)."""
-    values = np.asarray(array, dtype=np.float64)
+    values: Array = np.array(array, dtype=np.float64)  # a copy, rounded in place
     largest = np.max(np.abs(values), axis=axis, keepdims=True)
     _, exponent = np.frexp(largest)  # largest < 2 ** exponent
-    unit = np.ldexp(1.0, exponent - bits)
-    rounded: Array = np.round(values / unit) * unit
-    return rounded
+    # Scaling by a power of two is exact, so multiplying by the unit's inverse is dividing by the unit.
+    values *= np.ldexp(1.0, bits - exponent)
+    np.rint(values, out=values)
+    values *= np.ldexp(1.0, exponent - bits)
+    return values
 
 
 def prepared(matrix: Array) -> Array:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from knowref60k.core.encoder import Array, MiniLM, real_lengths
 from knowref60k.core.errors import UserError
@@ -79,6 +79,13 @@ def pooled(hidden: Array, masks: Array) -> Array:
     return np.concatenate([hidden[0], means.reshape(-1)])
 
 
+@lru_cache(maxsize=1)
+def thread_pools() -> ThreadpoolController:
+    """The process's thread pools, found once (the BLAS that numpy loaded is there from its import):
+    finding them reads the whole memory map of a process that has loaded spaCy and the encoder."""
+    return ThreadpoolController()
+
+
 def mapped_folder(adapters_sha256: str) -> Path:
     """Where the encoder with these adapters merged is cached for memory-mapping: by the adapters' hash
     and the base encoder's version, in the user's cache folder (`exact`: the dense weights are stored as
@@ -132,7 +139,7 @@ class SpanModel:
         # One BLAS thread: extraction runs a process per core, and the threads OpenBLAS starts for a
         # large product spin on after it, taking the cores from the other workers (this made the 1M
         # sample's extraction 1.5x slower); a few candidates per chunk need no more.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with thread_pools().limit(limits=1, user_api="blas"):
             return self._probabilities(candidates)
 
     def _probabilities(self, candidates: Sequence[tuple[str, Sequence[Span]]]) -> Array:
