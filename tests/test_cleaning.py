@@ -40,6 +40,14 @@ def test_curly_quotes_become_plain_instead_of_being_deleted() -> None:
     )
 
 
+def test_every_typographic_form_is_replaced_wherever_it_stands() -> None:
+    # Each form twice, between letters, after an accented letter that keeps the text non-ASCII.
+    forms = ["\u2018", "\u2032", "\u00b4", "\u201e", "\u2033", "\u2014", "\u2212", "\u200b", "\ufeff"]
+    text = "é" + "".join(f"a{form}b{form}" for form in forms)
+    plain = ["'", "'", "'", '"', '"', " - ", "-", "", ""]
+    assert normalise_unicode(text) == "é" + "".join(f"a{form}b{form}" for form in plain)
+
+
 def test_emphasis_markers_are_stripped() -> None:
     assert clean_text("He was **really** *that* ~~bad~~ good.") == ["He was really that bad good."]
 
