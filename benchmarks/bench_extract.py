@@ -44,6 +44,7 @@ from knowref60k.extract.extractor import Extractor
 from knowref60k.extract.nlp import resolve_model_name
 from knowref60k.extract.pipeline import STAGES, CandidateExtractor
 from knowref60k.extract.records import LineBatch
+from knowref60k.extract.stages.split import Split
 from knowref60k.ingest.readers import iter_line_chunks, open_input
 from knowref60k.ingest.slicing import write_line_range
 from knowref60k.quality.gold import gold_metadata, load_gold, score_candidates
@@ -305,6 +306,7 @@ class Measured:
     unfiltered: Run
     same: bool
     shares: dict[str, float]
+    whole_file_seconds: dict[str, float]
     quality: dict[str, Any] | None
     start_up: StartUp
 
@@ -358,11 +360,24 @@ def measure(args: argparse.Namespace) -> Measured:
         same = candidates == rows_of(work / "unfiltered")
         console.print(f"time per stage on the {args.small_lines:,}-line prefix, one process ...")
         shares = stage_seconds(prefix, args.small_lines)
+        console.print(f"time per stage on all of {args.input.name}, one process ...")
+        whole_file_seconds = stage_seconds(args.input, base.lines)
         if args.profile:
             profile(prefix, work / "profile")
     quality = gold_check(args.input, candidates)
     return Measured(
-        base, small_base, small, runs, unscored_runs, rules_runs, unfiltered, same, shares, quality, start_up
+        base,
+        small_base,
+        small,
+        runs,
+        unscored_runs,
+        rules_runs,
+        unfiltered,
+        same,
+        shares,
+        whole_file_seconds,
+        quality,
+        start_up,
     )
 
 
@@ -388,6 +403,9 @@ def results_of(args: argparse.Namespace, measured: Measured) -> dict[str, Any]:
         "full_median_seconds": round(median(run.seconds for run in measured.runs), 2),
         "start_up_apart": measured.start_up.to_dict(),
         "stage_seconds_on_prefix": {name: round(seconds, 2) for name, seconds in measured.shares.items()},
+        "stage_seconds_whole_file": {
+            name: round(seconds, 2) for name, seconds in measured.whole_file_seconds.items()
+        },
         "ratio_extract_to_baseline": round(full.rate / base.rate, 3),
         "without_surface_prefilter": {**measured.unfiltered.to_dict(), "same_candidates": measured.same},
         "without_validity_score": {
@@ -430,6 +448,7 @@ def report(args: argparse.Namespace, measured: Measured) -> None:
         "share of time per stage (one process, prefix): "
         + ", ".join(f"{name} {seconds / total:.0%}" for name, seconds in measured.shares.items())
     )
+    report_whole_file_stages(measured.whole_file_seconds)
     window = base.peak_pss_bytes - small_base.peak_pss_bytes
     own = full.peak_pss_bytes - base.peak_pss_bytes
     console.print(
@@ -438,6 +457,18 @@ def report(args: argparse.Namespace, measured: Measured) -> None:
     )
     console.print(f"ratio extraction / baseline: {full.rate / base.rate:.3f}")
     report_comparisons(measured)
+
+
+def report_whole_file_stages(seconds: dict[str, float]) -> None:
+    """Each stage's own seconds on the whole file in one process, and how they split at spaCy: what a
+    front end (read to surface) costs against what the stages after it cost."""
+    names = list(seconds)
+    front = sum(seconds[name] for name in names[: names.index(Split.name)])
+    console.print(
+        "seconds per stage (one process, whole file): "
+        + ", ".join(f"{name} {value:.2f}" for name, value in seconds.items())
+        + f"; before spaCy (read to surface) {front:.1f} s of {sum(seconds.values()):.1f} s"
+    )
 
 
 def report_comparisons(measured: Measured) -> None:
