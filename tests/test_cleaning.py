@@ -40,8 +40,9 @@ def test_curly_quotes_become_plain_instead_of_being_deleted() -> None:
     )
 
 
-def test_every_typographic_form_is_replaced_wherever_it_stands() -> None:
-    # Each form twice, between letters, after an accented letter that keeps the text non-ASCII.
+def test_typographic_forms_are_replaced_wherever_they_stand() -> None:
+    # Quotes, primes, dashes and invisible characters, each twice between letters, after an accented
+    # letter that keeps the text non-ASCII.
     forms = ["\u2018", "\u2032", "\u00b4", "\u201e", "\u2033", "\u2014", "\u2212", "\u200b", "\ufeff"]
     text = "é" + "".join(f"a{form}b{form}" for form in forms)
     plain = ["'", "'", "'", '"', '"', " - ", "-", "", ""]
