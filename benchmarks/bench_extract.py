@@ -9,10 +9,11 @@ size), the funnel, and a run whose workers are started and loaded before it read
 from its steady state, comments/s per worker). Results go to output/bench/bench.json, the candidates of
 the whole file to output/bench/candidates/ (benchmarks/bench_prepare.py reads them). On the gold set's
 source file the candidates are also judged by the Reddit gold set (data/eval): precision, yield, and
-that none is unjudged. The whole file is extracted a second time with the surface pre-filter off: the
-candidates must be the same; and, alternating with the timed runs, without the validity score stage (the
-score may add at most 10%) and with the rules' person detection (the default, the validity score, may
-take at most 10% longer).
+that none is unjudged. Each stage's own time is measured in one process on the prefix (shares) and on
+the whole file (seconds, and what the stages before spaCy take of them). The whole file is extracted a
+second time with the surface pre-filter off: the candidates must be the same; and, alternating with
+the timed runs, without the validity score stage (the score may add at most 10%) and with the rules'
+person detection (the default, the validity score, may take at most 10% longer).
 Memory is the processes' proportional set size (PSS: what the tree takes, shared pages split), with the
 resident size (RSS: shared pages counted in every process) beside it.
 """
